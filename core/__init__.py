@@ -1,0 +1,64 @@
+"""flowdbg: one debugger for AI agent and workflow frameworks.
+
+Importing flowdbg imports no framework and patches nothing.
+"""
+
+from __future__ import annotations
+
+from flowdbg.adapter import Adapter, AdapterInfo, Capability
+from flowdbg.breakpoints import Breakpoint, BreakpointType
+from flowdbg.debugger import Debugger, RunHandle
+from flowdbg.errors import (
+    AdapterError,
+    AdapterNotFound,
+    AdapterUnavailable,
+    BreakpointError,
+    ExpressionError,
+    FlowdbgError,
+    NotStoppedError,
+    PathError,
+    StopNotFound,
+    Terminated,
+)
+from flowdbg.events import ErrorInfo, Event, Kind, Location, Position, RunInfo, RunStatus
+from flowdbg.plugins import hookimpl
+from flowdbg.runtime import RunScope, Unit
+from flowdbg.state import StateDiff
+from flowdbg.stops import Status, Stop, StopReason
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "AdapterInfo",
+    "AdapterNotFound",
+    "AdapterUnavailable",
+    "Breakpoint",
+    "BreakpointError",
+    "BreakpointType",
+    "Capability",
+    "Debugger",
+    "ErrorInfo",
+    "Event",
+    "ExpressionError",
+    "FlowdbgError",
+    "Kind",
+    "Location",
+    "NotStoppedError",
+    "PathError",
+    "Position",
+    "RunHandle",
+    "RunInfo",
+    "RunScope",
+    "RunStatus",
+    "StateDiff",
+    "Status",
+    "Stop",
+    "StopNotFound",
+    "StopReason",
+    "Terminated",
+    "Unit",
+    "__version__",
+    "hookimpl",
+]

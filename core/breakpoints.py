@@ -1,0 +1,425 @@
+"""Breakpoints: where and when a branch stops (or, for logpoints, logs).
+
+A :class:`Breakpoint` is a pydantic model, so it can be saved and sent over a wire. A condition
+is a sandboxed expression string checked when the breakpoint is set; a Python callable is
+accepted too, in-process only (it is not serialized).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from flowdbg._expr import Expression, compile_expression, render_template
+from flowdbg.errors import BreakpointError, ExpressionError
+from flowdbg.events import Event, Kind, Position
+
+if TYPE_CHECKING:
+    from flowdbg.runtime import Unit
+
+__all__ = ["CONDITION_NAMES", "Breakpoint", "BreakpointType", "HitCondition"]
+
+#: Names a condition expression may use.
+CONDITION_NAMES: frozenset[str] = frozenset(
+    {
+        "state",
+        "input",
+        "output",
+        "args",
+        "error",
+        "node",
+        "kind",
+        "position",
+        "step",
+        "superstep",
+        "branch",
+        "attempt",
+        "hits",
+        "value",
+        "path",
+        "decision",
+    }
+)
+
+_MISSING = object()
+
+
+class BreakpointType(str, Enum):
+    """The kinds of breakpoint."""
+
+    NODE = "node"
+    EXCEPTION = "exception"
+    WATCH = "watch"
+    TOOL = "tool"
+    HANDOFF = "handoff"
+    EVENT = "event"
+    LOGPOINT = "logpoint"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_HIT_RE = re.compile(r"^\s*(==|>=|<=|>|<|%)?\s*(\d+)\s*$")
+
+
+class HitCondition:
+    """A hit condition in the debug adapter protocol's habit.
+
+    ``"3"`` (or ``"==3"``) matches the third hit only, ``">=3"`` the third and later, ``">3"``,
+    ``"<3"`` and ``"<=3"`` likewise, ``"%2"`` every second hit.
+    """
+
+    __slots__ = ("number", "op", "source")
+
+    def __init__(self, source: str) -> None:
+        m = _HIT_RE.match(source) if isinstance(source, str) else None
+        if m is None:
+            raise BreakpointError(
+                f"hit condition {source!r} is malformed; use a number ('3' stops on the third "
+                "hit only), '>=3' (from the third on), '>3', '<3', '<=3' or '%2' (every second hit)"
+            )
+        self.source = source
+        self.op = m.group(1) or "=="
+        self.number = int(m.group(2))
+        if self.op == "%" and self.number == 0:
+            raise BreakpointError(f"hit condition {source!r} divides by zero; use '%1' or more")
+
+    def __call__(self, hits: int) -> bool:
+        n, op = self.number, self.op
+        if op == "==":
+            return hits == n
+        if op == ">=":
+            return hits >= n
+        if op == ">":
+            return hits > n
+        if op == "<":
+            return hits < n
+        if op == "<=":
+            return hits <= n
+        return hits % n == 0
+
+
+class Breakpoint(BaseModel):
+    """One breakpoint, logpoint, watch or exception breakpoint.
+
+    ``id`` is a stable short id (``bp-1``, ``bp-2``, ...) given by the debugger. ``hits`` counts
+    the times its location and condition matched (the hit condition is applied to that count).
+    Set ``enabled = False`` to keep it without it stopping or counting.
+    """
+
+    model_config = ConfigDict(validate_assignment=False, use_enum_values=False)
+
+    id: str
+    type: BreakpointType
+    pattern: str = "*"
+    positions: tuple[str, ...] = (Position.BEFORE.value,)
+    kinds: tuple[str, ...] | None = None
+    condition: str | None = None
+    has_callable_condition: bool = False
+    hit_condition: str | None = None
+    temporary: bool = False
+    enabled: bool = True
+    hits: int = 0
+    # type-specific
+    exception_types: tuple[str, ...] = ()
+    watch_path: str | None = None
+    args_pattern: str | None = None
+    message: str | None = None
+
+    _glob: re.Pattern[str] | None = PrivateAttr(default=None)
+    _expr: Expression | None = PrivateAttr(default=None)
+    _callable: Callable[..., Any] | None = PrivateAttr(default=None)
+    _hit: HitCondition | None = PrivateAttr(default=None)
+    _exc_classes: tuple[type[BaseException], ...] = PrivateAttr(default=())
+    _args_re: re.Pattern[str] | None = PrivateAttr(default=None)
+    _watch_parts: tuple[str | int, ...] = PrivateAttr(default=())
+
+    # -- construction --
+
+    @classmethod
+    def create(
+        cls,
+        bp_id: str,
+        type: BreakpointType,
+        *,
+        pattern: str = "*",
+        positions: tuple[str, ...] = (Position.BEFORE.value,),
+        kinds: tuple[str, ...] | None = None,
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+        enabled: bool = True,
+        exception_types: tuple[type[BaseException] | str, ...] = (),
+        watch_path: str | None = None,
+        args_pattern: str | None = None,
+        message: str | None = None,
+    ) -> Breakpoint:
+        """Build and check a breakpoint; every mistake is reported here, not when it is hit.
+
+        :raises BreakpointError: for a bad glob, hit condition, regex or path.
+        :raises ExpressionError: for a condition or message template that is malformed or
+            uses something the sandbox does not allow.
+        """
+        if not isinstance(pattern, str) or not pattern:
+            raise BreakpointError(
+                f"breakpoint name pattern must be a non-empty string, got {pattern!r}"
+            )
+        for pos in positions:
+            if pos not in (p.value for p in Position):
+                raise BreakpointError(
+                    f"position {pos!r} is not one of 'before', 'after', 'error'"
+                )
+        if kinds is not None:
+            kinds = tuple(k.value if isinstance(k, Kind) else str(k) for k in kinds)
+        callable_cond = None
+        cond_src: str | None = None
+        if condition is not None:
+            if callable(condition):
+                callable_cond = condition
+            elif isinstance(condition, str):
+                cond_src = condition
+            else:
+                raise ExpressionError(
+                    f"condition must be an expression string or a callable, got {condition!r}"
+                )
+        hit_src = None if hit_condition is None else str(hit_condition)
+        type_names: list[str] = []
+        classes: list[type[BaseException]] = []
+        for t in exception_types:
+            if isinstance(t, str):
+                if not t:
+                    raise BreakpointError("exception type names must not be empty")
+                type_names.append(t)
+            elif isinstance(t, type) and issubclass(t, BaseException):
+                classes.append(t)
+                type_names.append(f"{t.__module__}.{t.__qualname__}")
+            else:
+                raise BreakpointError(
+                    f"{t!r} is not an exception class or a type name; pass e.g. ValueError "
+                    "or 'TimeoutError'"
+                )
+        bp = cls(
+            id=bp_id,
+            type=type,
+            pattern=pattern,
+            positions=tuple(str(p) for p in positions),
+            kinds=kinds,
+            condition=cond_src,
+            has_callable_condition=callable_cond is not None,
+            hit_condition=hit_src,
+            temporary=temporary,
+            enabled=enabled,
+            exception_types=tuple(type_names),
+            watch_path=watch_path,
+            args_pattern=args_pattern,
+            message=message,
+        )
+        bp._callable = callable_cond
+        bp._exc_classes = tuple(classes)
+        bp._compile()
+        return bp
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Breakpoint:
+        """Rebuild a breakpoint from :meth:`model_dump` output (conditions re-checked).
+
+        :raises BreakpointError: when the data is not a valid breakpoint.
+        """
+        bp = cls.model_validate(dict(data))
+        if bp.has_callable_condition:
+            raise BreakpointError(
+                f"breakpoint {bp.id} had a Python callable condition, which cannot be restored "
+                "from saved data; give it an expression string instead"
+            )
+        bp._compile()
+        return bp
+
+    def _compile(self) -> None:
+        self._glob = re.compile(fnmatch.translate(self.pattern))
+        if self.condition is not None:
+            self._expr = compile_expression(self.condition, allowed_names=CONDITION_NAMES)
+        if self.hit_condition is not None:
+            self._hit = HitCondition(self.hit_condition)
+        if self.args_pattern is not None:
+            try:
+                self._args_re = re.compile(self.args_pattern)
+            except re.error as exc:
+                raise BreakpointError(
+                    f"args_pattern {self.args_pattern!r} is not a valid regular expression: {exc}"
+                ) from exc
+        if self.type == BreakpointType.WATCH:
+            from flowdbg.state import parse_path
+
+            if not self.watch_path:
+                raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
+            self._watch_parts = tuple(parse_path(self.watch_path))
+        if self.type == BreakpointType.LOGPOINT:
+            from flowdbg._expr import check_template
+
+            if not self.message:
+                raise BreakpointError("a logpoint needs a message template, e.g. 'x is {state[x]}'")
+            check_template(self.message, allowed_names=CONDITION_NAMES)
+
+    # -- matching (hot path when breakpoints exist) --
+
+    def matches(self, event: Event, unit: Unit) -> tuple[bool, Any]:
+        """Whether this breakpoint's location and condition match ``event``.
+
+        :returns: ``(matched, value)`` where ``value`` is the watched value for a watch.
+        :raises flowdbg.errors.ExpressionError: when the condition fails to evaluate.
+        """
+        loc = event.location
+        if loc.position not in self.positions:
+            return False, None
+        if self.kinds is not None and loc.kind not in self.kinds:
+            return False, None
+        name = loc.node
+        if self.type == BreakpointType.HANDOFF and isinstance(event.decision, str):
+            name = event.decision
+        assert self._glob is not None
+        if self.pattern != "*" and self._glob.match(name) is None:
+            return False, None
+        value: Any = None
+        if self.type == BreakpointType.EXCEPTION:
+            if event.error is None or not self._exception_matches(event.error):
+                return False, None
+        elif self.type == BreakpointType.WATCH:
+            changed, value = self._watch_changed(unit, event)
+            if not changed:
+                return False, None
+        elif self.type == BreakpointType.TOOL and self._args_re is not None:
+            if self._args_re.search(_serialize_args(event.input)) is None:
+                return False, None
+        if self._expr is None and self._callable is None:
+            return True, value
+        names = condition_names(event, hits=self.hits, value=value)
+        if self._callable is not None:
+            return bool(self._callable(_Namespace(names))), value
+        assert self._expr is not None
+        return bool(self._expr.evaluate(names)), value
+
+    def hit_allows(self, hits: int) -> bool:
+        """Whether the hit condition lets hit number ``hits`` stop."""
+        return self._hit is None or self._hit(hits)
+
+    def render(self, event: Event, value: Any = None) -> str:
+        """Render a logpoint's message for ``event``."""
+        assert self.message is not None
+        return render_template(self.message, condition_names(event, hits=self.hits, value=value))
+
+    def _exception_matches(self, exc: BaseException) -> bool:
+        if not self.exception_types:
+            return True
+        if self._exc_classes and isinstance(exc, self._exc_classes):
+            return True
+        for cls in type(exc).__mro__:
+            qual = f"{cls.__module__}.{cls.__qualname__}"
+            for name in self.exception_types:
+                if name == cls.__name__ or name == qual or name == cls.__qualname__:
+                    return True
+        return False
+
+    def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
+        from flowdbg.state import get_path
+
+        try:
+            new = get_path(event.state, self._watch_parts)
+        except LookupError:
+            new = _MISSING
+        except Exception:
+            new = _MISSING
+        try:
+            old = get_path(unit.state_before, self._watch_parts)
+        except Exception:
+            old = _MISSING
+        if new is _MISSING:
+            return (old is not _MISSING), None
+        if old is _MISSING:
+            return True, new
+        if old is new:
+            return False, new
+        try:
+            return bool(old != new), new
+        except Exception:
+            return True, new
+
+    def describe(self) -> str:
+        """One line describing the breakpoint, for listings."""
+        parts = [self.id, self.type.value]
+        if self.type == BreakpointType.WATCH:
+            parts.append(repr(self.watch_path))
+        elif self.type == BreakpointType.EXCEPTION:
+            parts.append(",".join(self.exception_types) or "any")
+            if self.pattern != "*":
+                parts.append(f"in {self.pattern!r}")
+        else:
+            parts.append(repr(self.pattern))
+            if self.type in (BreakpointType.NODE, BreakpointType.LOGPOINT):
+                parts.append("/".join(self.positions))
+        if self.args_pattern:
+            parts.append(f"args~{self.args_pattern!r}")
+        if self.condition:
+            parts.append(f"if {self.condition}")
+        elif self.has_callable_condition:
+            parts.append("if <callable>")
+        if self.hit_condition:
+            parts.append(f"hits {self.hit_condition}")
+        if self.message:
+            parts.append(f"log {self.message!r}")
+        if self.temporary:
+            parts.append("temporary")
+        if not self.enabled:
+            parts.append("disabled")
+        parts.append(f"({self.hits} hits)")
+        return " ".join(parts)
+
+
+class _Namespace(dict):  # type: ignore[type-arg]
+    """The names of a condition, readable as keys or attributes by a callable condition."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def condition_names(event: Event, *, hits: int = 0, value: Any = None) -> dict[str, Any]:
+    """The names available to a condition or logpoint template at ``event``."""
+    loc = event.location
+    return {
+        "state": event.state,
+        "input": event.input,
+        "output": event.output,
+        "args": event.input if loc.kind == Kind.TOOL.value else None,
+        "error": event.error,
+        "node": loc.node,
+        "kind": loc.kind,
+        "position": loc.position,
+        "step": loc.step,
+        "superstep": loc.superstep,
+        "branch": loc.branch,
+        "attempt": loc.attempt,
+        "hits": hits,
+        "value": value,
+        "path": list(loc.path),
+        "decision": event.decision,
+    }
+
+
+def _serialize_args(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args, sort_keys=True, default=repr, ensure_ascii=False)
+    except Exception:
+        return repr(args)
+
+
+PositionName = Literal["before", "after", "error"]

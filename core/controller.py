@@ -1,0 +1,594 @@
+"""The execution controller: decides where branches stop, holds them, and lets them go on.
+
+Thread-safe and async-safe. A stop holds only its own branch: a sync branch waits on a
+``threading.Event`` in its own thread, an async branch awaits in its own task (the event loop
+keeps running). Several stops can be open at once; one of them is *selected* and is what
+``inspect``/``set``/``diff``/``resume`` act on by default.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from flowdbg._sync import AsyncWaker
+from flowdbg.breakpoints import Breakpoint, BreakpointType
+from flowdbg.errors import NotStoppedError, StopNotFound, Terminated
+from flowdbg.events import Event, Position, RunStatus
+from flowdbg.runtime import RunScope, Unit, new_run_info
+from flowdbg.stops import Action, Stop, StopReason
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+
+__all__ = ["Controller"]
+
+log = logging.getLogger("flowdbg")
+logpoint_log = logging.getLogger("flowdbg.logpoint")
+
+_BEFORE = Position.BEFORE.value
+_AFTER = Position.AFTER.value
+_ERROR = Position.ERROR.value
+
+# When several reasons apply at one point, the strongest is reported.
+_STRENGTH = {
+    StopReason.EXCEPTION: 6,
+    StopReason.WATCH: 5,
+    StopReason.BREAKPOINT: 4,
+    StopReason.STEP: 3,
+    StopReason.PAUSE: 2,
+    StopReason.ENTRY: 1,
+}
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """A pending step of one branch: where it started and how far it may go."""
+
+    action: Action
+    lineage: tuple[tuple[str, int, str | None, int | None], ...]
+
+    @property
+    def depth(self) -> int:
+        return len(self.lineage) - 1
+
+    def matches(self, unit: Unit) -> bool:
+        cand = unit.lineage()
+        depth = len(cand) - 1
+        if self.action == Action.STEP_OVER and depth > self.depth:
+            return False
+        if self.action == Action.STEP_OUT and depth >= self.depth:
+            return False
+        return _same_branch(self.lineage, cand)
+
+
+def _same_branch(
+    origin: tuple[tuple[str, int, str | None, int | None], ...],
+    cand: tuple[tuple[str, int, str | None, int | None], ...],
+) -> bool:
+    """Whether ``cand`` continues the branch of ``origin``.
+
+    Walk both chains from the root. Where they first reach different units of the same run, the
+    candidate is on the branch if it runs in the same branch (task) or in a later superstep (the
+    branch's successors after a join). A unit inside the origin (or enclosing it) is on it.
+    """
+    for o, c in zip(origin, cand):
+        if o[0] != c[0]:
+            return True  # two runs started by the same unit: one line of execution
+        if o[1] == c[1]:
+            continue
+        if o[2] == c[2]:
+            return True
+        return o[3] is not None and c[3] is not None and c[3] > o[3]
+    return True
+
+
+class Controller:
+    """Breakpoint matching, stops, stepping, pause and terminate for one debugger."""
+
+    def __init__(
+        self,
+        debugger: Debugger,
+        *,
+        stop_on_entry: bool = False,
+        idle_timeout: float | None = None,
+    ) -> None:
+        self.debugger = debugger
+        self.stop_on_entry = stop_on_entry
+        self.idle_timeout = idle_timeout
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._bps: list[Breakpoint] = []  # copy-on-write: readers iterate without the lock
+        self._bp_ids = itertools.count(1)
+        self._stop_ids = itertools.count(1)
+        self._stops: dict[str, Stop] = {}
+        self._selected: str | None = None
+        self._steps: dict[str, list[StepRequest]] = {}
+        self._pause = False
+        self._roots: dict[str, RunScope] = {}
+        self._pending_workers = 0
+        self._finished_any = False
+        self._last_end_terminated = False
+        self._async_waiters: list[Callable[[], None]] = []
+        self._warned: set[str] = set()
+        self.observe_events = False
+        #: True when nothing can stop, log or observe: every point returns at once.
+        self.quiet = True
+        self._refresh()
+
+    # ------------------------------------------------------------------ state
+
+    def _refresh(self) -> None:
+        """Recompute the fast-path flag (call with the lock held or before sharing)."""
+        self.quiet = not (
+            self._bps
+            or self._steps
+            or self._pause
+            or self.stop_on_entry
+            or self.observe_events
+            or any(r.terminated for r in self._roots.values())
+        )
+
+    def _notify(self) -> None:
+        """Wake every waiter (lock held)."""
+        self._cond.notify_all()
+        waiters, self._async_waiters = self._async_waiters, []
+        for wake in waiters:
+            wake()
+
+    # ------------------------------------------------------------ breakpoints
+
+    def next_breakpoint_id(self) -> str:
+        return f"bp-{next(self._bp_ids)}"
+
+    def add_breakpoint(self, bp: Breakpoint) -> Breakpoint:
+        with self._lock:
+            if any(b.id == bp.id for b in self._bps):
+                raise ValueError(f"breakpoint id {bp.id!r} is already in use")
+            self._bps = [*self._bps, bp]
+            self._refresh()
+        return bp
+
+    def remove_breakpoint(self, bp_id: str) -> Breakpoint | None:
+        with self._lock:
+            for bp in self._bps:
+                if bp.id == bp_id:
+                    self._bps = [b for b in self._bps if b.id != bp_id]
+                    self._refresh()
+                    return bp
+        return None
+
+    def clear_breakpoints(self) -> None:
+        with self._lock:
+            self._bps = []
+            self._refresh()
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        return list(self._bps)
+
+    # ------------------------------------------------------------------- runs
+
+    def begin_run(
+        self, *, framework: str, name: str, input: Any, parent: Unit | None
+    ) -> RunScope:
+        if parent is not None and parent.run.ctl is not self:
+            parent = None  # a unit of another debugger: this run is top-level here
+        info = new_run_info(framework=framework, name=name, parent=parent, input=input)
+        scope = RunScope(self, info, parent)
+        if parent is None:
+            with self._lock:
+                self._roots[info.run_id] = scope
+            from flowdbg.debugger import _note_run_started
+
+            _note_run_started(info.run_id)
+        else:
+            scope.terminated = parent.run.root.terminated
+        self.debugger._hooks.on_run_start(run=info)
+        return scope
+
+    def end_run(self, scope: RunScope, *, output: Any, error: BaseException | None) -> None:
+        info = scope.info
+        info.ended_at = time.time()
+        info.output = output
+        info.error = error
+        if isinstance(error, Terminated) or (error is not None and scope.root.terminated):
+            info.status = RunStatus.TERMINATED
+        elif error is not None:
+            info.status = RunStatus.FAILED
+        else:
+            info.status = RunStatus.COMPLETED
+        if scope.parent_unit is None:
+            with self._lock:
+                self._roots.pop(info.run_id, None)
+                self._steps.pop(info.run_id, None)
+                self._finished_any = True
+                self._last_end_terminated = info.status == RunStatus.TERMINATED
+                if not self._roots:
+                    self._pause = False
+                self._refresh()
+                self._notify()
+        self.debugger._hooks.on_run_end(run=info)
+
+    def worker_started(self) -> None:
+        with self._lock:
+            self._pending_workers += 1
+
+    def worker_finished(self) -> None:
+        with self._lock:
+            self._pending_workers -= 1
+            self._finished_any = True
+            self._notify()
+
+    @property
+    def active_runs(self) -> list[RunScope]:
+        with self._lock:
+            return list(self._roots.values())
+
+    # ------------------------------------------------------------------ points
+
+    def point(
+        self,
+        unit: Unit,
+        position: str,
+        state: Any,
+        input: Any,
+        output: Any,
+        error: BaseException | None,
+        decision: Any,
+    ) -> Any:
+        """A point reached by a sync branch: returns the (maybe edited) payload."""
+        stop = self._check(unit, position, state, input, output, error, decision)
+        payload = input if position == _BEFORE else output
+        if stop is None:
+            return payload
+        action = stop._action
+        while not stop._event.wait(self.idle_timeout):
+            self._idle_resume(stop)
+        action = stop._action
+        return self._go_on(stop, action)
+
+    async def apoint(
+        self,
+        unit: Unit,
+        position: str,
+        state: Any,
+        input: Any,
+        output: Any,
+        error: BaseException | None,
+        decision: Any,
+    ) -> Any:
+        """A point reached by an async branch: suspends only the calling task."""
+        stop = self._check(unit, position, state, input, output, error, decision)
+        payload = input if position == _BEFORE else output
+        if stop is None:
+            return payload
+        try:
+            while not stop._event.is_set():
+                waker = AsyncWaker()
+                with stop._lock:
+                    if stop._event.is_set():
+                        break
+                    stop._wakers.append(waker.wake)
+                if not await waker.wait(self.idle_timeout):
+                    self._idle_resume(stop)
+        except anyio.get_cancelled_exc_class():
+            self._abandon(stop)
+            raise
+        return self._go_on(stop, stop._action)
+
+    def _check(
+        self,
+        unit: Unit,
+        position: str,
+        state: Any,
+        input: Any,
+        output: Any,
+        error: BaseException | None,
+        decision: Any,
+    ) -> Stop | None:
+        """Emit the event and decide whether it stops; open the stop if so."""
+        root = unit.run.root
+        if root.terminated:
+            raise Terminated()
+        event = Event(unit.location(position), state, input, output, error, decision)
+        if self.observe_events:
+            self.debugger._hooks.on_event(event=event)
+
+        reason: StopReason | None = None
+        hit_ids: list[str] = []
+        hits: dict[str, int] = {}
+        temporary: list[str] = []
+        for bp in self._bps:
+            if not bp.enabled:
+                continue
+            try:
+                ok, value = bp.matches(event, unit)
+            except Exception as exc:
+                self._condition_failed(bp, event, exc)
+                continue
+            if not ok:
+                continue
+            with self._lock:
+                bp.hits += 1
+                n = bp.hits
+            if not bp.hit_allows(n):
+                continue
+            if bp.type == BreakpointType.LOGPOINT:
+                self._log(bp, event, value)
+                continue
+            hit_ids.append(bp.id)
+            hits[bp.id] = n
+            if bp.type == BreakpointType.EXCEPTION:
+                r = StopReason.EXCEPTION
+            elif bp.type == BreakpointType.WATCH:
+                r = StopReason.WATCH
+            else:
+                r = StopReason.BREAKPOINT
+            if reason is None or _STRENGTH[r] > _STRENGTH[reason]:
+                reason = r
+            if bp.temporary:
+                temporary.append(bp.id)
+
+        with self._lock:
+            if position != _AFTER:
+                reqs = self._steps.get(root.run_id)
+                if reqs:
+                    for req in reqs:
+                        if req.matches(unit):
+                            reqs.remove(req)
+                            if not reqs:
+                                del self._steps[root.run_id]
+                            if reason is None:
+                                reason = StopReason.STEP
+                            break
+            if reason is None and self._pause:
+                reason = StopReason.PAUSE
+            if (
+                self.stop_on_entry
+                and position == _BEFORE
+                and unit.run.parent_unit is None
+                and not root.entered
+            ):
+                root.entered = True
+                if reason is None:
+                    reason = StopReason.ENTRY
+            if reason is None:
+                self._refresh()
+                return None
+            for bp_id in temporary:
+                self._bps = [b for b in self._bps if b.id != bp_id]
+            stop = Stop(
+                id=f"stop-{next(self._stop_ids)}",
+                reason=reason,
+                location=event.location,
+                breakpoints=tuple(hit_ids),
+                hits=hits,
+                state=state,
+                input=input,
+                output=output,
+                exception=error,
+                decision=decision,
+                state_before=unit.state_before if position != _BEFORE else None,
+                _unit=unit,
+            )
+            self._stops[stop.id] = stop
+            if self._selected is None:
+                self._selected = stop.id
+            self._refresh()
+            self._notify()
+        self.debugger._hooks.on_stop(stop=stop)
+        return stop
+
+    def _go_on(self, stop: Stop, action: Action) -> Any:
+        if action == Action.TERMINATE:
+            raise Terminated()
+        if stop.location.position == _BEFORE:
+            return stop.input
+        if stop.location.position == _AFTER:
+            return stop.output
+        return None
+
+    def _idle_resume(self, stop: Stop) -> None:
+        log.warning(
+            "%s auto-resumed after %s s idle (idle_timeout); set Debugger(idle_timeout=None) "
+            "to keep stops until resumed",
+            stop,
+            self.idle_timeout,
+        )
+        try:
+            self.resume(stop.id, Action.CONTINUE)
+        except StopNotFound:
+            pass
+
+    def _abandon(self, stop: Stop) -> None:
+        """The stopped task was cancelled: forget the stop."""
+        with self._lock:
+            if self._stops.pop(stop.id, None) is not None:
+                if self._selected == stop.id:
+                    self._selected = next(iter(self._stops), None)
+                stop._event.set()
+                self._notify()
+
+    def _condition_failed(self, bp: Breakpoint, event: Event, exc: Exception) -> None:
+        key = f"{bp.id}:{type(exc).__name__}"
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        log.warning(
+            "condition of %s failed at %s and counts as false: %s",
+            bp.id,
+            event.location,
+            exc,
+        )
+
+    def _log(self, bp: Breakpoint, event: Event, value: Any) -> None:
+        try:
+            message = bp.render(event, value)
+        except Exception as exc:  # a logpoint never breaks the run
+            message = f"<logpoint {bp.id} failed: {exc}>"
+        logpoint_log.info("%s", message)
+        self.debugger._hooks.on_log(breakpoint=bp, event=event, message=message)
+
+    # -------------------------------------------------------------- control
+
+    def get_stop(self, stop_id: str | None = None) -> Stop:
+        with self._lock:
+            if stop_id is None:
+                if self._selected is None:
+                    raise NotStoppedError(
+                        "nothing is stopped; set a breakpoint and wait with "
+                        "dbg.wait_for_stop() before inspecting or resuming"
+                    )
+                return self._stops[self._selected]
+            try:
+                return self._stops[stop_id]
+            except KeyError:
+                open_ids = ", ".join(self._stops) or "none"
+                raise StopNotFound(
+                    f"no open stop {stop_id!r}; open stops: {open_ids}"
+                ) from None
+
+    def select(self, stop_id: str) -> Stop:
+        with self._lock:
+            stop = self.get_stop(stop_id)
+            self._selected = stop.id
+            return stop
+
+    @property
+    def stops(self) -> list[Stop]:
+        with self._lock:
+            return list(self._stops.values())
+
+    @property
+    def selected(self) -> Stop | None:
+        with self._lock:
+            return None if self._selected is None else self._stops.get(self._selected)
+
+    def resume(self, stop_id: str | None, action: Action) -> Stop:
+        with self._lock:
+            stop = self.get_stop(stop_id)
+            del self._stops[stop.id]
+            if self._selected == stop.id:
+                self._selected = next(iter(self._stops), None)
+            self._pause = False
+            unit = stop._unit
+            if action in (Action.STEP_OVER, Action.STEP_INTO, Action.STEP_OUT) and unit is not None:
+                root_id = unit.run.root.run_id
+                if root_id in self._roots:
+                    self._steps.setdefault(root_id, []).append(
+                        StepRequest(action, unit.lineage())
+                    )
+            stop._action = action
+            stop.resumed_at = time.time()
+            self._refresh()
+            with stop._lock:
+                stop._event.set()
+                wakers, stop._wakers = stop._wakers, []
+            self._notify()
+        for wake in wakers:
+            wake()
+        self.debugger._hooks.on_resume(stop=stop, action=action.value)
+        return stop
+
+    def resume_all(self) -> list[Stop]:
+        resumed = []
+        for stop in self.stops:
+            try:
+                resumed.append(self.resume(stop.id, Action.CONTINUE))
+            except StopNotFound:
+                pass
+        return resumed
+
+    def pause(self) -> None:
+        with self._lock:
+            self._pause = True
+            self._refresh()
+
+    def terminate(self) -> list[str]:
+        with self._lock:
+            ids = list(self._roots)
+            for scope in self._roots.values():
+                scope.terminated = True
+            self._steps.clear()
+            self._pause = False
+            self._refresh()
+            stops = list(self._stops.values())
+        for stop in stops:
+            try:
+                self.resume(stop.id, Action.TERMINATE)
+            except StopNotFound:
+                pass
+        return ids
+
+    # ---------------------------------------------------------------- waiting
+
+    def _finished(self) -> bool:
+        return not self._roots and self._pending_workers == 0 and self._finished_any
+
+    def _current(self) -> Stop | None:
+        if self._selected is not None:
+            return self._stops.get(self._selected)
+        return next(iter(self._stops.values()), None)
+
+    def wait_for_stop(self, timeout: float | None) -> Stop | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                stop = self._current()
+                if stop is not None:
+                    return stop
+                if self._finished():
+                    return None
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    def wait_for_stops(self, count: int, timeout: float | None) -> list[Stop]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if len(self._stops) >= count:
+                    return list(self._stops.values())
+                if self._finished():
+                    return list(self._stops.values())
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return list(self._stops.values())
+                self._cond.wait(remaining)
+
+    async def wait_for_stop_async(self, timeout: float | None) -> Stop | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            waker = AsyncWaker()
+            with self._lock:
+                stop = self._current()
+                if stop is not None:
+                    return stop
+                if self._finished():
+                    return None
+                self._async_waiters.append(waker.wake)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            await waker.wait(remaining)
+
+    def state_name(self) -> str:
+        with self._lock:
+            if self._stops:
+                return "stopped"
+            if self._roots or self._pending_workers:
+                if any(r.terminated for r in self._roots.values()):
+                    return "terminated"
+                return "running"
+            if self._last_end_terminated:
+                return "terminated"
+            return "idle"

@@ -1,0 +1,663 @@
+"""The :class:`Debugger`: one debug session over any number of attached targets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect as _inspect
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from flowdbg.adapter import Adapter, AdapterInfo
+from flowdbg.breakpoints import Breakpoint, BreakpointType
+from flowdbg.controller import Controller
+from flowdbg.errors import (
+    AdapterError,
+    AdapterNotFound,
+    AdapterUnavailable,
+    BreakpointError,
+    NotStoppedError,
+)
+from flowdbg.events import Kind, Position, RunInfo
+from flowdbg.plugins import Hooks, make_plugin_manager
+from flowdbg.runtime import RunScope, Unit, current_unit
+from flowdbg.state import StateDiff, delete_path, get_path, set_path
+from flowdbg.stops import Action, Status, Stop
+
+__all__ = ["Debugger", "RunHandle"]
+
+_HANDLE: contextvars.ContextVar[RunHandle | None] = contextvars.ContextVar(
+    "flowdbg_run_handle", default=None
+)
+_AUTO: Any = object()
+
+
+def _note_run_started(run_id: str) -> None:
+    """Tell the run handle of this worker (if any) the id of its first top-level run."""
+    handle = _HANDLE.get()
+    if handle is not None and handle.run_id is None:
+        handle.run_id = run_id
+        handle._started.set()
+
+
+class RunHandle:
+    """A callable running under the debugger in a worker thread (see :meth:`Debugger.start`)."""
+
+    def __init__(
+        self,
+        debugger: Debugger,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        name: str | None = None,
+    ) -> None:
+        self.debugger = debugger
+        #: id of the first top-level run the callable started (None until it starts one)
+        self.run_id: str | None = None
+        self._fn = fn
+        self._args = args
+        self._kwargs = kwargs
+        self._done = threading.Event()
+        self._started = threading.Event()
+        self._value: Any = None
+        self._exc: BaseException | None = None
+        label = name or getattr(fn, "__qualname__", None) or repr(fn)
+        self._thread = threading.Thread(
+            target=self._work, name=f"flowdbg-run:{label}", daemon=True
+        )
+
+    def _start(self) -> None:
+        self.debugger._ctl.worker_started()
+        self._thread.start()
+
+    def _work(self) -> None:
+        _HANDLE.set(self)
+        try:
+            value = self._fn(*self._args, **self._kwargs)
+            if _inspect.isawaitable(value):
+                value = asyncio.run(_await(value))
+            self._value = value
+        except BaseException as exc:  # handed to result(), re-raised there unchanged
+            self._exc = exc
+        finally:
+            self._done.set()
+            self._started.set()
+            self.debugger._ctl.worker_finished()
+
+    def done(self) -> bool:
+        """Whether the callable has returned or raised."""
+        return self._done.is_set()
+
+    def wait_started(self, timeout: float | None = None) -> str | None:
+        """Wait until the callable starts its first run; return that run's id."""
+        self._started.wait(timeout)
+        return self.run_id
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The callable's return value, or its own exception re-raised unchanged.
+
+        :param timeout: seconds to wait; ``None`` waits for ever.
+        :raises TimeoutError: when it has not finished in time (it may be stopped: see
+            ``dbg.stops``).
+        """
+        if not self._done.wait(timeout):
+            stops = ", ".join(s.id for s in self.debugger.stops) or "none"
+            raise TimeoutError(
+                f"the run did not finish within {timeout} s (open stops: {stops}); "
+                "resume it with dbg.resume() or end it with dbg.terminate()"
+            )
+        if self._exc is not None:
+            raise self._exc
+        return self._value
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The exception the callable raised, or ``None`` (waits like :meth:`result`)."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the run did not finish within {timeout} s")
+        return self._exc
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "running"
+        return f"<RunHandle {self.run_id or '?'} {state}>"
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class Debugger:
+    """One debug session: breakpoints, the controller, observers and attached targets.
+
+    :param stop_on_entry: stop (reason ``ENTRY``) at the first point of every top-level run.
+    :param idle_timeout: seconds after which a forgotten stop resumes by itself; ``None``
+        (the default) keeps stops until they are resumed.
+    :param plugins: extra plugin objects with ``@flowdbg.hookimpl`` methods (observers).
+    """
+
+    def __init__(
+        self,
+        *,
+        stop_on_entry: bool = False,
+        idle_timeout: float | None = None,
+        plugins: Iterable[Any] = (),
+    ) -> None:
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
+        self._pm, entry_points = make_plugin_manager(plugins)
+        self._hooks = Hooks(self._pm, self)
+        self._ctl = Controller(self, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
+        self._ctl.observe_events = self._hooks.has_event
+        self._ctl._refresh()
+        self._attached: dict[int, tuple[Any, Adapter]] = {}
+        self._adapters = self._collect_adapters(entry_points)
+
+    # ------------------------------------------------------------- adapters
+
+    def _collect_adapters(self, entry_points: list[Any]) -> dict[str, AdapterInfo]:
+        found: list[Adapter] = []
+
+        def register(adapter: Adapter) -> None:
+            if isinstance(adapter, type) and issubclass(adapter, Adapter):
+                adapter = adapter()
+            if not isinstance(adapter, Adapter):
+                raise AdapterError(
+                    f"flowdbg_register_adapters got {adapter!r}; register an instance of a "
+                    "flowdbg.Adapter subclass"
+                )
+            found.append(adapter)
+
+        self._hooks.register_adapters(register)
+        infos: dict[str, AdapterInfo] = {}
+        for ep in entry_points:
+            if ep.module is None:
+                infos[ep.name] = AdapterInfo(name=ep.name, available=False, reason=ep.error)
+        for adapter in found:
+            reason = adapter.unavailable_reason()
+            infos[adapter.name] = AdapterInfo(
+                name=adapter.name,
+                available=reason is None,
+                reason=reason,
+                adapter=adapter,
+                capabilities=frozenset(adapter.capabilities),
+                version=adapter.framework_version(),
+                extra=adapter.extra,
+            )
+        return dict(sorted(infos.items()))
+
+    @property
+    def adapters(self) -> dict[str, AdapterInfo]:
+        """Every known adapter by name, usable or not (with the reason)."""
+        return dict(self._adapters)
+
+    def register_plugin(self, plugin: Any, name: str | None = None) -> None:
+        """Register an observer plugin after construction."""
+        self._pm.register(plugin, name=name)
+        self._pm.check_pending()
+        self._hooks.refresh()
+        with self._ctl._lock:
+            self._ctl.observe_events = self._hooks.has_event
+            self._ctl._refresh()
+
+    def adapter_for(self, target: Any) -> Adapter:
+        """The adapter that accepts ``target``.
+
+        :raises AdapterUnavailable: when it exists but its framework is missing.
+        :raises AdapterNotFound: when no adapter accepts it.
+        """
+        for info in self._adapters.values():
+            if info.adapter is not None and info.adapter.matches(target):
+                if not info.available:
+                    raise AdapterUnavailable(info.reason or f"adapter {info.name!r} is unavailable")
+                return info.adapter
+        usable = ", ".join(n for n, i in self._adapters.items() if i.available) or "none"
+        missing = "; ".join(
+            f"{n}: {i.reason}" for n, i in self._adapters.items() if not i.available
+        )
+        what = f"{type(target).__module__}.{type(target).__qualname__}"
+        msg = f"no flowdbg adapter accepts a {what} object; available adapters: {usable}"
+        if missing:
+            msg += f" (unavailable: {missing})"
+        raise AdapterNotFound(msg + ". Attach a compiled graph, workflow or agent instead.")
+
+    def attach(self, target: Any) -> Any:
+        """Instrument ``target`` (a compiled graph, workflow, agent...). Idempotent.
+
+        :returns: ``target`` itself, for chaining.
+        :raises AdapterNotFound: no adapter accepts ``target``.
+        :raises AdapterUnavailable: its adapter's framework is not installed.
+        """
+        if id(target) in self._attached:
+            return target
+        adapter = self.adapter_for(target)
+        adapter.attach(target, self)
+        self._attached[id(target)] = (target, adapter)
+        return target
+
+    def detach(self, target: Any | None = None) -> None:
+        """Restore ``target`` exactly as it was before :meth:`attach` (all targets if None)."""
+        if target is None:
+            for obj, adapter in list(self._attached.values()):
+                adapter.detach(obj)
+            self._attached.clear()
+            return
+        entry = self._attached.pop(id(target), None)
+        if entry is not None:
+            entry[1].detach(entry[0])
+
+    @property
+    def attached(self) -> list[Any]:
+        """The attached targets."""
+        return [t for t, _ in self._attached.values()]
+
+    def describe(self, target: Any) -> dict[str, Any]:
+        """Nodes and edges of ``target`` from its adapter."""
+        return self.adapter_for(target).describe(target)
+
+    # ------------------------------------------------ the adapter-facing API
+
+    def begin_run(
+        self,
+        *,
+        framework: str,
+        name: str,
+        input: Any = None,
+        parent: Unit | None = _AUTO,
+    ) -> RunScope:
+        """Start reporting a run (for adapters).
+
+        :param framework: the adapter name.
+        :param name: the run's name (graph or workflow name).
+        :param input: the run's input.
+        :param parent: the enclosing unit; by default the unit executing in this context, so
+            a graph run inside a node of another attached graph becomes its child run.
+        """
+        if parent is _AUTO:
+            parent = current_unit()
+        return self._ctl.begin_run(framework=framework, name=name, input=input, parent=parent)
+
+    # ---------------------------------------------------------- breakpoints
+
+    def _add(self, type: BreakpointType, **kwargs: Any) -> Breakpoint:
+        bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
+        return self._ctl.add_breakpoint(bp)
+
+    def break_before(
+        self,
+        node: str,
+        *,
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+        kind: str | Iterable[str] | None = None,
+        enabled: bool = True,
+    ) -> Breakpoint:
+        """Stop before units whose name matches the glob ``node``.
+
+        :param condition: sandboxed expression over ``state``, ``input``, ``node``, ``step``,
+            ``hits``..., or a Python callable taking a namespace of those names.
+        :param hit_condition: ``"3"`` (third hit only), ``">=3"``, ``"%2"``...
+        :param temporary: remove the breakpoint after it stops once.
+        :param kind: restrict to unit kinds (``node``, ``tool``, ``llm``, ``handoff``, ``agent``).
+        :raises ExpressionError: for a bad condition, at once.
+        """
+        return self._add(
+            BreakpointType.NODE,
+            pattern=node,
+            positions=(Position.BEFORE.value,),
+            kinds=_kinds(kind),
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+            enabled=enabled,
+        )
+
+    def break_after(
+        self,
+        node: str,
+        *,
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+        kind: str | Iterable[str] | None = None,
+        enabled: bool = True,
+    ) -> Breakpoint:
+        """Stop after units whose name matches ``node`` (arguments as :meth:`break_before`)."""
+        return self._add(
+            BreakpointType.NODE,
+            pattern=node,
+            positions=(Position.AFTER.value,),
+            kinds=_kinds(kind),
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+            enabled=enabled,
+        )
+
+    def break_on_exception(
+        self,
+        *types: type[BaseException] | str,
+        node: str = "*",
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+    ) -> Breakpoint:
+        """Stop at ``error`` points: any exception, or only these types (classes or names).
+
+        A name matches the exception's class or any base class by simple or qualified name.
+        Resuming lets the original exception continue unchanged.
+        """
+        return self._add(
+            BreakpointType.EXCEPTION,
+            pattern=node,
+            positions=(Position.ERROR.value,),
+            exception_types=tuple(types),
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+        )
+
+    def watch(
+        self,
+        path: str,
+        *,
+        condition: str | Callable[..., Any] | None = None,
+        node: str = "*",
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+    ) -> Breakpoint:
+        """Data breakpoint: stop after a unit that changed the value at ``path`` in the state.
+
+        :param condition: evaluated with ``value`` bound to the new value.
+        """
+        return self._add(
+            BreakpointType.WATCH,
+            pattern=node,
+            positions=(Position.AFTER.value,),
+            watch_path=path,
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+        )
+
+    def break_on_tool(
+        self,
+        name: str = "*",
+        *,
+        args_pattern: str | None = None,
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+    ) -> Breakpoint:
+        """Stop before tool calls whose name matches ``name`` and whose serialized arguments
+        match the regular expression ``args_pattern`` (searched anywhere)."""
+        return self._add(
+            BreakpointType.TOOL,
+            pattern=name,
+            positions=(Position.BEFORE.value,),
+            kinds=(Kind.TOOL.value,),
+            args_pattern=args_pattern,
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+        )
+
+    def break_on_handoff(
+        self,
+        to: str = "*",
+        *,
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        temporary: bool = False,
+    ) -> Breakpoint:
+        """Stop before agent handoffs to a target matching ``to``."""
+        return self._add(
+            BreakpointType.HANDOFF,
+            pattern=to,
+            positions=(Position.BEFORE.value,),
+            kinds=(Kind.HANDOFF.value,),
+            condition=condition,
+            hit_condition=hit_condition,
+            temporary=temporary,
+        )
+
+    def break_on_event(
+        self,
+        pattern: str = "*",
+        *,
+        kind: str | Iterable[str] | None = None,
+        condition: str | Callable[..., Any] | None = None,
+    ) -> Breakpoint:
+        """Stop before every unit matching ``pattern`` (``"*"``: single-step through all)."""
+        return self._add(
+            BreakpointType.EVENT,
+            pattern=pattern,
+            positions=(Position.BEFORE.value,),
+            kinds=_kinds(kind),
+            condition=condition,
+        )
+
+    def logpoint(
+        self,
+        node: str,
+        message: str,
+        *,
+        position: str = "before",
+        condition: str | Callable[..., Any] | None = None,
+        hit_condition: str | int | None = None,
+        kind: str | Iterable[str] | None = None,
+    ) -> Breakpoint:
+        """Log ``message`` (a ``str.format`` template over the condition names, e.g.
+        ``"count is {state[count]}"``) at matching points; never stops. Messages go to the
+        ``flowdbg.logpoint`` logger and the ``flowdbg_on_log`` hook."""
+        return self._add(
+            BreakpointType.LOGPOINT,
+            pattern=node,
+            positions=(str(position),),
+            kinds=_kinds(kind),
+            message=message,
+            condition=condition,
+            hit_condition=hit_condition,
+        )
+
+    def add_breakpoint(self, data: Breakpoint | Mapping[str, Any]) -> Breakpoint:
+        """Add a saved breakpoint (a :class:`Breakpoint` or its ``model_dump()``).
+
+        It keeps its id when free, else gets a new one.
+        """
+        bp = data if isinstance(data, Breakpoint) else Breakpoint.from_dict(data)
+        if any(b.id == bp.id for b in self._ctl.breakpoints):
+            bp = bp.model_copy(update={"id": self._ctl.next_breakpoint_id()})
+            bp._compile()
+        return self._ctl.add_breakpoint(bp)
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        """The breakpoints, in the order they were set."""
+        return self._ctl.breakpoints
+
+    def get_breakpoint(self, bp_id: str) -> Breakpoint:
+        """The breakpoint with id ``bp_id``.
+
+        :raises BreakpointError: when there is none.
+        """
+        for bp in self._ctl.breakpoints:
+            if bp.id == bp_id:
+                return bp
+        known = ", ".join(b.id for b in self._ctl.breakpoints) or "none"
+        raise BreakpointError(f"no breakpoint {bp_id!r}; breakpoints: {known}")
+
+    def remove(self, bp: Breakpoint | str) -> Breakpoint:
+        """Remove a breakpoint (object or id).
+
+        :raises BreakpointError: when there is no such breakpoint.
+        """
+        bp_id = bp.id if isinstance(bp, Breakpoint) else bp
+        removed = self._ctl.remove_breakpoint(bp_id)
+        if removed is None:
+            self.get_breakpoint(bp_id)  # raises with the list of ids
+        assert removed is not None
+        return removed
+
+    def clear(self) -> None:
+        """Remove every breakpoint."""
+        self._ctl.clear_breakpoints()
+
+    # -------------------------------------------------------------- running
+
+    def start(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> RunHandle:
+        """Run ``fn(*args, **kwargs)`` in a worker thread and return its :class:`RunHandle`.
+
+        An async callable (or one returning an awaitable) runs on an event loop in that thread.
+        """
+        handle = RunHandle(self, fn, args, kwargs)
+        handle._start()
+        return handle
+
+    def wait_for_stop(self, timeout: float | None = None) -> Stop | None:
+        """Wait for a stop.
+
+        Returns at once with the selected stop when one is open; otherwise returns the stop
+        when one occurs, or ``None`` on timeout or when every run has ended (including runs
+        started with :meth:`start`). Before any run has started it waits for one.
+        """
+        return self._ctl.wait_for_stop(timeout)
+
+    def wait_for_stops(self, count: int, timeout: float | None = None) -> list[Stop]:
+        """Wait until at least ``count`` stops are open; returns the open stops (fewer on
+        timeout or when the runs end)."""
+        return self._ctl.wait_for_stops(count, timeout)
+
+    async def wait_for_stop_async(self, timeout: float | None = None) -> Stop | None:
+        """Async form of :meth:`wait_for_stop`; never blocks the event loop."""
+        return await self._ctl.wait_for_stop_async(timeout)
+
+    @property
+    def stops(self) -> list[Stop]:
+        """The open stops, oldest first."""
+        return self._ctl.stops
+
+    @property
+    def stop(self) -> Stop | None:
+        """The selected stop, or ``None``."""
+        return self._ctl.selected
+
+    def select(self, stop_id: str) -> Stop:
+        """Make ``stop_id`` the stop that ``inspect``/``set``/``diff``/``resume`` act on."""
+        return self._ctl.select(stop_id)
+
+    def status(self) -> Status:
+        """The debugger's state (idle, running, stopped, terminated), open stops and runs."""
+        sel = self._ctl.selected
+        return Status(
+            state=self._ctl.state_name(),
+            stops=self._ctl.stops,
+            selected=None if sel is None else sel.id,
+            runs=[r.run_id for r in self._ctl.active_runs],
+            attached=[type(t).__name__ for t in self.attached],
+        )
+
+    @property
+    def active_runs(self) -> list[RunInfo]:
+        """Top-level runs in progress."""
+        return [r.info for r in self._ctl.active_runs]
+
+    # ------------------------------------------------------------ inspection
+
+    def inspect(self, path: str = "", *, stop: str | None = None, source: str = "state") -> Any:
+        """Read ``path`` (e.g. ``messages[-1].content``) at the selected stop.
+
+        :param source: ``state`` (default), ``input``, ``output`` or ``error``.
+        :raises NotStoppedError: when nothing is stopped.
+        :raises PathError: when the path is malformed or leads nowhere.
+        """
+        s = self._ctl.get_stop(stop)
+        if source not in ("state", "input", "output", "error"):
+            raise ValueError(f"source must be state, input, output or error, not {source!r}")
+        root = s.exception if source == "error" else getattr(s, source)
+        if source == "state" and root is None and s.editable is not None:
+            root = getattr(s, s.editable)
+        return get_path(root, path)
+
+    def set(self, path: str, value: Any, *, stop: str | None = None) -> None:
+        """Set ``path`` to ``value``; applied when the branch resumes (at a ``before`` stop to
+        the unit's input, at an ``after`` stop to the output it commits). Adds missing keys.
+
+        :raises NotStoppedError: when nothing is stopped.
+        """
+        s = self._ctl.get_stop(stop)
+        s._edit(lambda root: set_path(root, path, value))
+
+    def delete(self, path: str, *, stop: str | None = None) -> None:
+        """Delete the key or element at ``path`` (applied like :meth:`set`)."""
+        s = self._ctl.get_stop(stop)
+        s._edit(lambda root: delete_path(root, path))
+
+    def diff(self, *, stop: str | None = None) -> StateDiff:
+        """At an ``after`` (or ``error``) stop: what the unit changed in the state.
+
+        :raises NotStoppedError: at a ``before`` stop, where the unit has not run yet.
+        """
+        s = self._ctl.get_stop(stop)
+        if s.location.position == Position.BEFORE.value:
+            raise NotStoppedError(
+                f"{s.id} is before {s.location.node!r}, which has not run yet; diff() needs an "
+                "after stop (use break_after, or step to the after point)"
+            )
+        return s.diff()
+
+    # --------------------------------------------------------------- control
+
+    def resume(self, stop_id: str | None = None) -> Stop:
+        """Let the selected stop (or ``stop_id``) continue; returns the stop."""
+        return self._ctl.resume(stop_id, Action.CONTINUE)
+
+    def resume_all(self) -> list[Stop]:
+        """Let every open stop continue."""
+        return self._ctl.resume_all()
+
+    def step_over(self, stop_id: str | None = None) -> Stop:
+        """Continue to the next ``before``/``error`` point of this branch at the same or a
+        shallower depth."""
+        return self._ctl.resume(stop_id, Action.STEP_OVER)
+
+    def step_into(self, stop_id: str | None = None) -> Stop:
+        """Continue to the next ``before``/``error`` point of this branch at any depth."""
+        return self._ctl.resume(stop_id, Action.STEP_INTO)
+
+    def step_out(self, stop_id: str | None = None) -> Stop:
+        """Continue to the next ``before``/``error`` point of this branch in an enclosing run
+        (at the top level: to the end)."""
+        return self._ctl.resume(stop_id, Action.STEP_OUT)
+
+    def pause(self) -> None:
+        """Stop every branch at its next point (reason ``PAUSE``)."""
+        self._ctl.pause()
+
+    def terminate(self) -> list[str]:
+        """End every active run: open stops and the next point of each branch raise
+        :class:`flowdbg.Terminated`, which reaches the run's caller. Returns the run ids."""
+        return self._ctl.terminate()
+
+    def close(self) -> None:
+        """Terminate active runs and detach every target."""
+        if self._ctl.active_runs or self._ctl.stops:
+            self.terminate()
+        self.detach()
+
+    def __enter__(self) -> Debugger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<flowdbg.Debugger {self._ctl.state_name()} bps={len(self.breakpoints)}>"
+
+
+def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if kind is None:
+        return None
+    if isinstance(kind, str):
+        return (kind,)
+    return tuple(str(k) for k in kind)

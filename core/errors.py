@@ -1,0 +1,68 @@
+"""Exceptions raised by flowdbg.
+
+Every error flowdbg raises on purpose derives from :class:`FlowdbgError` and says, in one
+sentence, what was wrong and how to fix it. :class:`Terminated` is the exception: it derives from
+:class:`BaseException` so that framework code catching ``Exception`` cannot swallow it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdapterError",
+    "AdapterNotFound",
+    "AdapterUnavailable",
+    "BreakpointError",
+    "ExpressionError",
+    "FlowdbgError",
+    "NotStoppedError",
+    "PathError",
+    "StopNotFound",
+    "Terminated",
+]
+
+
+class FlowdbgError(Exception):
+    """Base class of every error flowdbg raises on purpose."""
+
+
+class AdapterError(FlowdbgError):
+    """An adapter could not be found, loaded or used."""
+
+
+class AdapterNotFound(AdapterError, LookupError):
+    """No registered adapter accepts the target given to :meth:`Debugger.attach`."""
+
+
+class AdapterUnavailable(AdapterError):
+    """The adapter for a target exists, but its framework is not installed."""
+
+
+class BreakpointError(FlowdbgError, ValueError):
+    """A breakpoint was given bad arguments (glob, hit condition, unknown id, ...)."""
+
+
+class ExpressionError(BreakpointError):
+    """A condition expression or log template is malformed or uses something not allowed."""
+
+
+class PathError(FlowdbgError, LookupError):
+    """A state path is malformed or does not lead to a value."""
+
+
+class NotStoppedError(FlowdbgError, RuntimeError):
+    """An operation needs a stop (inspect, set, diff, resume) and there is none."""
+
+
+class StopNotFound(FlowdbgError, LookupError):
+    """A stop id names no open stop."""
+
+
+class Terminated(BaseException):
+    """Raised inside the debugged run when the debugger terminates it.
+
+    It derives from :class:`BaseException`, like :class:`KeyboardInterrupt`, so that a framework
+    or user ``except Exception`` clause lets it through to the caller of the run.
+    """
+
+    def __init__(self, message: str = "the run was terminated by the debugger") -> None:
+        super().__init__(message)

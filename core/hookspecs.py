@@ -1,0 +1,113 @@
+"""The flowdbg plugin contract.
+
+Plugins implement these hooks with :data:`flowdbg.hookimpl`. An adapter's entry-point module
+implements :func:`flowdbg_register_adapters`; observers (the recorder, the run log, exporters,
+servers) implement the ``flowdbg_on_*`` hooks. Hooks are always called with keyword arguments,
+so an implementation may accept only the arguments it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from flowdbg.adapter import Adapter
+    from flowdbg.breakpoints import Breakpoint
+    from flowdbg.debugger import Debugger
+    from flowdbg.events import Event, RunInfo
+    from flowdbg.stops import Stop
+
+hookspec = pluggy.HookspecMarker("flowdbg")
+
+# ---------------------------------------------------------------------------------------------
+# Registration
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def flowdbg_register_adapters(register: Callable[[Adapter], None]) -> None:
+    """Register the adapters this plugin provides.
+
+    Call ``register(adapter)`` once per :class:`flowdbg.Adapter` instance. The module holding
+    this hook must not import the adapter's framework: import it lazily inside ``attach``.
+
+    :param register: callable taking an :class:`flowdbg.Adapter` instance.
+    """
+
+
+@hookspec
+def flowdbg_register_commands(cli: Any) -> None:
+    """Add commands to the ``flowdbg`` command line.
+
+    :param cli: the root ``click.Group``; add commands with ``cli.add_command(...)`` or the
+        ``@cli.command()`` decorator.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Observation: called by the debugger as runs execute. Implementations must be quick and must
+# not raise; they run on the debugged program's threads and tasks.
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def flowdbg_on_run_start(debugger: Debugger, run: RunInfo) -> None:
+    """A run started (a top-level invocation, or a nested one with ``run.parent_run_id``).
+
+    :param debugger: the debugger the run is attached to.
+    :param run: the run; its ``status`` is ``running``.
+    """
+
+
+@hookspec
+def flowdbg_on_event(debugger: Debugger, event: Event) -> None:
+    """A unit reached a point (``before``, ``after`` or ``error``).
+
+    Called before the debugger decides whether to stop there. Implementing this hook turns off
+    the debugger's no-observer fast path, so keep it cheap.
+
+    :param debugger: the debugger.
+    :param event: the event with its location and payloads.
+    """
+
+
+@hookspec
+def flowdbg_on_stop(debugger: Debugger, stop: Stop) -> None:
+    """A branch stopped and is now held.
+
+    :param debugger: the debugger.
+    :param stop: the open stop.
+    """
+
+
+@hookspec
+def flowdbg_on_resume(debugger: Debugger, stop: Stop, action: str) -> None:
+    """A stopped branch was let go.
+
+    :param debugger: the debugger.
+    :param stop: the stop that closed.
+    :param action: ``continue``, ``step_over``, ``step_into``, ``step_out`` or ``terminate``.
+    """
+
+
+@hookspec
+def flowdbg_on_log(debugger: Debugger, breakpoint: Breakpoint, event: Event, message: str) -> None:
+    """A logpoint fired (it also logs ``message`` to the ``flowdbg.logpoint`` logger).
+
+    :param debugger: the debugger.
+    :param breakpoint: the logpoint.
+    :param event: the event it fired at.
+    :param message: the rendered message.
+    """
+
+
+@hookspec
+def flowdbg_on_run_end(debugger: Debugger, run: RunInfo) -> None:
+    """A run ended: ``run.status`` is ``completed``, ``failed`` or ``terminated``.
+
+    :param debugger: the debugger.
+    :param run: the run, with its output or error.
+    """

@@ -1,0 +1,166 @@
+"""Plugin discovery and the typed facade over the hooks.
+
+Entry points of the group ``flowdbg`` are loaded one by one: an entry point whose module fails
+to import makes that adapter *unavailable with a reason* and never breaks the others (pluggy's
+own ``load_setuptools_entrypoints`` stops at the first failure). ``FLOWDBG_DISABLE_ADAPTERS``
+(comma-separated names) blocks entry points before they are imported.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from flowdbg import hookspecs
+
+if TYPE_CHECKING:
+    from flowdbg.breakpoints import Breakpoint
+    from flowdbg.debugger import Debugger
+    from flowdbg.events import Event, RunInfo
+    from flowdbg.stops import Stop
+
+__all__ = ["ENTRY_POINT_GROUP", "EntryPointResult", "Hooks", "discover", "hookimpl"]
+
+ENTRY_POINT_GROUP = "flowdbg"
+DISABLE_ENV = "FLOWDBG_DISABLE_ADAPTERS"
+
+#: Marker for hook implementations: ``@flowdbg.hookimpl``.
+hookimpl = pluggy.HookimplMarker("flowdbg")
+
+
+@dataclass(frozen=True)
+class EntryPointResult:
+    """One entry point of the ``flowdbg`` group: its module, or why it could not be loaded."""
+
+    name: str
+    value: str
+    module: ModuleType | None
+    error: str | None
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[str, ...], list[EntryPointResult]] = {}
+
+
+def disabled_names() -> frozenset[str]:
+    """Names listed in ``FLOWDBG_DISABLE_ADAPTERS``."""
+    raw = os.environ.get(DISABLE_ENV, "")
+    return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+
+def discover(*, refresh: bool = False) -> list[EntryPointResult]:
+    """Load every ``flowdbg`` entry point once per process (cached).
+
+    :param refresh: forget the cache and scan again.
+    :returns: one result per entry point, in name order.
+    """
+    disabled = disabled_names()
+    key = tuple(sorted(disabled))
+    with _lock:
+        if refresh:
+            _cache.clear()
+        if key in _cache:
+            return _cache[key]
+        results = []
+        seen: set[str] = set()
+        eps = sorted(
+            importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
+        )
+        for ep in eps:
+            if ep.name in seen:  # the same distribution seen twice on sys.path
+                continue
+            seen.add(ep.name)
+            if ep.name in disabled:
+                results.append(
+                    EntryPointResult(ep.name, ep.value, None, f"disabled by {DISABLE_ENV}")
+                )
+                continue
+            try:
+                module = ep.load()
+            except ImportError as exc:
+                results.append(
+                    EntryPointResult(
+                        ep.name, ep.value, None, f"plugin module {ep.value!r} failed to import: {exc}"
+                    )
+                )
+                continue
+            results.append(EntryPointResult(ep.name, ep.value, module, None))
+        _cache[key] = results
+        return results
+
+
+def make_plugin_manager(plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[EntryPointResult]]:
+    """A plugin manager with the hookspecs, the entry-point plugins and ``plugins``.
+
+    :raises pluggy.PluginValidationError: when a plugin implements a hook that does not exist
+        (a misspelled ``flowdbg_`` name).
+    """
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    results = discover()
+    for res in results:
+        if res.module is not None and pm.get_plugin(res.name) is None:
+            if not pm.is_registered(res.module):
+                pm.register(res.module, name=res.name)
+    for plugin in plugins:
+        pm.register(plugin)
+    pm.check_pending()
+    return pm, results
+
+
+class Hooks:
+    """Typed facade over ``pm.hook``: one method per hook, keyword arguments only."""
+
+    def __init__(self, pm: pluggy.PluginManager, debugger: Debugger) -> None:
+        self._pm = pm
+        self._debugger = debugger
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute which observation hooks have implementations (after registering)."""
+        hook = self._pm.hook
+        self.has_run_start = bool(hook.flowdbg_on_run_start.get_hookimpls())
+        self.has_event = bool(hook.flowdbg_on_event.get_hookimpls())
+        self.has_stop = bool(hook.flowdbg_on_stop.get_hookimpls())
+        self.has_resume = bool(hook.flowdbg_on_resume.get_hookimpls())
+        self.has_log = bool(hook.flowdbg_on_log.get_hookimpls())
+        self.has_run_end = bool(hook.flowdbg_on_run_end.get_hookimpls())
+
+    def register_adapters(self, register: Any) -> None:
+        self._pm.hook.flowdbg_register_adapters(register=register)
+
+    def register_commands(self, cli: Any) -> None:
+        self._pm.hook.flowdbg_register_commands(cli=cli)
+
+    def on_run_start(self, *, run: RunInfo) -> None:
+        if self.has_run_start:
+            self._pm.hook.flowdbg_on_run_start(debugger=self._debugger, run=run)
+
+    def on_event(self, *, event: Event) -> None:
+        if self.has_event:
+            self._pm.hook.flowdbg_on_event(debugger=self._debugger, event=event)
+
+    def on_stop(self, *, stop: Stop) -> None:
+        if self.has_stop:
+            self._pm.hook.flowdbg_on_stop(debugger=self._debugger, stop=stop)
+
+    def on_resume(self, *, stop: Stop, action: str) -> None:
+        if self.has_resume:
+            self._pm.hook.flowdbg_on_resume(debugger=self._debugger, stop=stop, action=action)
+
+    def on_log(self, *, breakpoint: Breakpoint, event: Event, message: str) -> None:
+        if self.has_log:
+            self._pm.hook.flowdbg_on_log(
+                debugger=self._debugger, breakpoint=breakpoint, event=event, message=message
+            )
+
+    def on_run_end(self, *, run: RunInfo) -> None:
+        if self.has_run_end:
+            self._pm.hook.flowdbg_on_run_end(debugger=self._debugger, run=run)

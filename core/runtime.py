@@ -1,0 +1,293 @@
+"""The adapter-facing runtime: runs and units.
+
+An adapter reports its framework's execution through two objects:
+
+- a :class:`RunScope` per invocation, from :meth:`flowdbg.Debugger.begin_run` (a run started
+  while a unit of the same debugger is executing becomes its child run automatically);
+- a :class:`Unit` per execution of a node, step, tool call, LLM call or handoff, from
+  :meth:`RunScope.unit`, on which the adapter calls ``before``, then ``after`` or ``error``
+  (or their ``a``-prefixed async forms under an event loop).
+
+``before`` returns the input the unit must use and ``after`` the output it must commit; both may
+have been edited while stopped. Each call may block (sync forms block the calling thread, async
+forms suspend only the calling task) and may raise :class:`flowdbg.Terminated`, which the
+adapter must let through. After ``error`` returns, the adapter re-raises the original exception.
+
+With no breakpoints, stepping, pause or observers, each call costs a few attribute reads.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.events import Location, Position, RunInfo, RunStatus
+
+if TYPE_CHECKING:
+    from flowdbg.controller import Controller
+
+__all__ = ["RunScope", "Unit", "current_unit"]
+
+_CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
+    "flowdbg_current_unit", default=None
+)
+_SAME: Any = object()
+
+
+def current_unit() -> Unit | None:
+    """The unit executing in this context (thread or task), if any."""
+    return _CURRENT_UNIT.get()
+
+
+class RunScope:
+    """One run (top-level or nested) as seen by an adapter."""
+
+    __slots__ = (
+        "_counter",
+        "_ended",
+        "ctl",
+        "entered",
+        "info",
+        "parent_unit",
+        "root",
+        "terminated",
+    )
+
+    def __init__(self, ctl: Controller, info: RunInfo, parent_unit: Unit | None) -> None:
+        self.ctl = ctl
+        self.info = info
+        self.parent_unit = parent_unit
+        self.root: RunScope = self if parent_unit is None else parent_unit.run.root
+        self.terminated = False
+        self.entered = False
+        self._counter = itertools.count(1)
+        self._ended = False
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.info.run_id
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """Names of the units enclosing this run, from the root run down."""
+        return self.info.path
+
+    def unit(
+        self,
+        node: str,
+        *,
+        kind: str = "node",
+        superstep: int | None = None,
+        branch: str | None = None,
+        attempt: int = 1,
+    ) -> Unit:
+        """Open the next unit of this run.
+
+        :param node: the unit's name (graph node, step, tool, agent).
+        :param kind: ``node``, ``tool``, ``llm``, ``handoff`` or ``agent``.
+        :param superstep: the framework's superstep, where it has one.
+        :param branch: id of the concurrent branch or task running the unit.
+        :param attempt: retry attempt, 1-based.
+        :returns: the unit; call ``before`` on it next.
+        """
+        return Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
+
+    def end(self, *, output: Any = None, error: BaseException | None = None) -> None:
+        """Close the run with its output or the exception that ended it. Idempotent."""
+        if self._ended:
+            return
+        self._ended = True
+        self.ctl.end_run(self, output=output, error=error)
+
+    def __repr__(self) -> str:
+        return f"<RunScope {self.info.framework}:{self.info.name} {self.run_id}>"
+
+
+class Unit:
+    """One execution of a unit, reported by an adapter."""
+
+    __slots__ = (
+        "_token",
+        "attempt",
+        "branch",
+        "kind",
+        "node",
+        "run",
+        "state_before",
+        "step",
+        "superstep",
+    )
+
+    def __init__(
+        self,
+        run: RunScope,
+        node: str,
+        kind: str,
+        step: int,
+        superstep: int | None,
+        branch: str | None,
+        attempt: int,
+    ) -> None:
+        self.run = run
+        self.node = node
+        self.kind = kind
+        self.step = step
+        self.superstep = superstep
+        self.branch = branch
+        self.attempt = attempt
+        self.state_before: Any = None
+        self._token: contextvars.Token[Unit | None] | None = None
+
+    @property
+    def depth(self) -> int:
+        """Nesting depth of the unit (0 in a top-level run)."""
+        return len(self.run.info.path)
+
+    def location(self, position: str) -> Location:
+        """The unit's :class:`Location` at ``position``."""
+        info = self.run.info
+        return Location(
+            framework=info.framework,
+            run_id=info.run_id,
+            parent_run_id=info.parent_run_id,
+            path=info.path,
+            node=self.node,
+            kind=self.kind,
+            position=position,
+            step=self.step,
+            superstep=self.superstep,
+            branch=self.branch,
+            attempt=self.attempt,
+        )
+
+    def lineage(self) -> tuple[tuple[str, int, str | None, int | None], ...]:
+        """(run id, step, branch, superstep) of every enclosing unit and this one, root first."""
+        chain = []
+        unit: Unit | None = self
+        while unit is not None:
+            chain.append((unit.run.info.run_id, unit.step, unit.branch, unit.superstep))
+            unit = unit.run.parent_unit
+        return tuple(reversed(chain))
+
+    # -- sync points --
+
+    def before(self, *, state: Any = None, input: Any = _SAME) -> Any:
+        """Report the ``before`` point; may block. Returns the input to use (maybe edited).
+
+        :param state: the framework state as the unit sees it.
+        :param input: what the unit receives; defaults to ``state``.
+        :raises flowdbg.Terminated: when the debugger terminates the run.
+        """
+        if input is _SAME:
+            input = state
+        self.state_before = state
+        ctl = self.run.ctl
+        if not ctl.quiet:
+            input = ctl.point(self, Position.BEFORE.value, state, input, None, None, None)
+        self._token = _CURRENT_UNIT.set(self)
+        return input
+
+    def after(self, *, output: Any = None, state: Any = None, decision: Any = None) -> Any:
+        """Report the ``after`` point; may block. Returns the output to commit (maybe edited).
+
+        :param output: what the unit returns (the update it commits, a tool result).
+        :param state: the state with the output applied, where the framework can show it.
+        :param decision: the routing result (next nodes), where known.
+        :raises flowdbg.Terminated: when the debugger terminates the run.
+        """
+        self._exit()
+        ctl = self.run.ctl
+        if ctl.quiet:
+            return output
+        return ctl.point(self, Position.AFTER.value, state, None, output, None, decision)
+
+    def error(self, exc: BaseException, *, state: Any = None) -> None:
+        """Report the ``error`` point; may block. The adapter re-raises ``exc`` afterwards.
+
+        :raises flowdbg.Terminated: when the debugger terminates the run.
+        """
+        self._exit()
+        ctl = self.run.ctl
+        if not ctl.quiet:
+            ctl.point(self, Position.ERROR.value, state, None, None, exc, None)
+
+    # -- async points: suspend only the calling task --
+
+    async def abefore(self, *, state: Any = None, input: Any = _SAME) -> Any:
+        """Async form of :meth:`before`: suspends only the calling task."""
+        if input is _SAME:
+            input = state
+        self.state_before = state
+        ctl = self.run.ctl
+        if not ctl.quiet:
+            input = await ctl.apoint(self, Position.BEFORE.value, state, input, None, None, None)
+        self._token = _CURRENT_UNIT.set(self)
+        return input
+
+    async def aafter(self, *, output: Any = None, state: Any = None, decision: Any = None) -> Any:
+        """Async form of :meth:`after`."""
+        self._exit()
+        ctl = self.run.ctl
+        if ctl.quiet:
+            return output
+        return await ctl.apoint(self, Position.AFTER.value, state, None, output, None, decision)
+
+    async def aerror(self, exc: BaseException, *, state: Any = None) -> None:
+        """Async form of :meth:`error`."""
+        self._exit()
+        ctl = self.run.ctl
+        if not ctl.quiet:
+            await ctl.apoint(self, Position.ERROR.value, state, None, None, exc, None)
+
+    def discard(self) -> None:
+        """Leave the unit without an ``after`` or ``error`` point (a control-flow exception such
+        as :class:`flowdbg.Terminated` or a cancellation went through it)."""
+        self._exit()
+
+    def _exit(self) -> None:
+        token = self._token
+        if token is not None:
+            self._token = None
+            try:
+                _CURRENT_UNIT.reset(token)
+            except ValueError:  # called from another context than before(): restore by value
+                _CURRENT_UNIT.set(token.old_value if token.old_value is not token.MISSING else None)
+
+    def __repr__(self) -> str:
+        return f"<Unit {self.kind} {self.node!r} step {self.step} of {self.run.run_id}>"
+
+
+def new_run_info(
+    *,
+    framework: str,
+    name: str,
+    parent: Unit | None,
+    input: Any,
+) -> RunInfo:
+    """Build the :class:`RunInfo` of a new run (internal)."""
+    run_id = uuid.uuid4().hex
+    if parent is None:
+        return RunInfo(
+            run_id=run_id,
+            framework=framework,
+            name=name,
+            parent_run_id=None,
+            root_run_id=run_id,
+            path=(),
+            status=RunStatus.RUNNING,
+            input=input,
+        )
+    pinfo = parent.run.info
+    return RunInfo(
+        run_id=run_id,
+        framework=framework,
+        name=name,
+        parent_run_id=pinfo.run_id,
+        root_run_id=pinfo.root_run_id,
+        path=(*pinfo.path, parent.node),
+        status=RunStatus.RUNNING,
+        input=input,
+    )

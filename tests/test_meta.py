@@ -1,0 +1,94 @@
+"""Meta-tests: the plugin contract is documented and tested, every adapter has conformance tests."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from flowdbg import hookspecs
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted(
+    (name, fn)
+    for name, fn in vars(hookspecs).items()
+    if name.startswith("flowdbg_") and callable(fn)
+)
+
+
+def _docs_text() -> str:
+    parts = [(ROOT / "README.md").read_text(encoding="utf-8")]
+    parts += [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))]
+    return "\n".join(parts)
+
+
+def _tests_text() -> str:
+    return "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if p.name != "test_meta.py"
+    )
+
+
+def test_there_are_hookspecs() -> None:
+    assert len(SPECS) >= 8
+
+
+@pytest.mark.parametrize("name,fn", SPECS, ids=[n for n, _ in SPECS])
+def test_hookspec_has_docstring(name: str, fn: object) -> None:
+    assert inspect.getdoc(fn), f"hookspec {name} has no docstring"
+
+
+@pytest.mark.parametrize("name,fn", SPECS, ids=[n for n, _ in SPECS])
+def test_hookspec_documented_with_signature(name: str, fn: object) -> None:
+    params = ", ".join(inspect.signature(fn).parameters)  # type: ignore[arg-type]
+    signature = f"{name}({params})"
+    assert signature in _docs_text(), f"{signature} is not documented in README.md or docs/"
+
+
+@pytest.mark.parametrize("name,fn", SPECS, ids=[n for n, _ in SPECS])
+def test_hookspec_referenced_by_a_test(name: str, fn: object) -> None:
+    assert re.search(rf"\b{name}\b", _tests_text()), f"no test references {name}"
+
+
+def _flowdbg_entry_points() -> list[str]:
+    dist = importlib.metadata.distribution("flowdbg")
+    return sorted(ep.name for ep in dist.entry_points if ep.group == "flowdbg")
+
+
+def test_entry_points_declared() -> None:
+    assert "stategraph" in _flowdbg_entry_points()
+
+
+@pytest.mark.parametrize("name", _flowdbg_entry_points())
+def test_every_entry_point_has_a_conformance_module(name: str) -> None:
+    module = ROOT / "tests" / "conformance" / f"test_{name}.py"
+    assert module.is_file(), f"adapter {name!r} has no conformance module {module}"
+    text = module.read_text(encoding="utf-8")
+    assert "flowdbg.testing" in text, f"{module} does not compose the flowdbg.testing suites"
+
+
+def test_import_flowdbg_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, flowdbg; d = flowdbg.Debugger();"
+        "bad = [m for m in ('langgraph', 'langchain_core', 'llama_index', 'agents', 'openai')"
+        " if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_public_api_all_is_explicit() -> None:
+    import flowdbg
+
+    assert set(flowdbg.__all__) <= set(dir(flowdbg))
+    for name in ("Debugger", "StopReason", "Stop", "Terminated", "hookimpl", "Adapter", "Capability"):
+        assert name in flowdbg.__all__

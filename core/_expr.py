@@ -91,7 +91,7 @@ def _quote(text: str) -> str:
     return repr(text)
 
 
-def _describe_exception(exc: BaseException) -> str:
+def _describe_exception(exc: BaseException, separator: str = " ") -> str:
     try:
         detail = str(exc)
     except Exception:  # a broken __str__ must not hide the original error
@@ -99,7 +99,7 @@ def _describe_exception(exc: BaseException) -> str:
     if len(detail) > 300:
         detail = detail[:297] + "..."
     name = type(exc).__name__
-    return f"{name} {detail}" if detail else name
+    return f"{name}{separator}{detail}" if detail else name
 
 
 def _short_number(value: object) -> str:
@@ -245,10 +245,11 @@ def _format_value(value: object, conversion: int | str | None, spec: str) -> str
     refusal = _spec_refusal(spec)
     if refusal is not None:
         raise ValueError(f"format spec {spec!r} is too large: {refusal}")
-    if conversion in (None, -1, "s", ord("s")):
+    if conversion in (None, -1):
         _check_text_length(value)
-        if not spec:
-            return str(value)
+    elif conversion in ("s", ord("s")):
+        _check_text_length(value)
+        value = str(value)
     elif conversion in ("r", ord("r")):
         _check_text_length(value)
         value = repr(value)
@@ -312,20 +313,19 @@ _KEY_FUNCTIONS = frozenset(SAFE_FUNCTIONS.values())
 
 def _bounded_replace(text: Any, *args: Any, **kwargs: Any) -> Any:
     """``str.replace`` that refuses to grow a string beyond MAX_SEQUENCE_LENGTH."""
-    if args:
-        old = args[0]
-        new = args[1] if len(args) > 1 else kwargs.get("new", "")
+    old = args[0] if args else None
+    new = args[1] if len(args) > 1 else None
+    if isinstance(old, _TEXT_TYPES) and isinstance(new, _TEXT_TYPES):
+        matches = text.count(old)  # raises TypeError for a str/bytes mix, as replace() would
         limit = args[2] if len(args) > 2 else kwargs.get("count", -1)
-        if isinstance(old, type(text)) and isinstance(new, type(text)):
-            matches = text.count(old)
-            if isinstance(limit, int) and limit >= 0:
-                matches = min(matches, limit)
-            size = len(text) + matches * (len(new) - len(old))
-            if size > MAX_SEQUENCE_LENGTH and size > len(text):
-                raise IterableTooLong(
-                    f"replace() would build a string of {size} characters, more than the "
-                    f"limit of {MAX_SEQUENCE_LENGTH}"
-                )
+        if isinstance(limit, int) and limit >= 0:
+            matches = min(matches, limit)
+        size = len(text) + matches * (len(new) - len(old))
+        if size > MAX_SEQUENCE_LENGTH and size > len(text):
+            raise IterableTooLong(
+                f"replace() would build a string of {size} characters, more than the "
+                f"limit of {MAX_SEQUENCE_LENGTH}"
+            )
     return text.replace(*args, **kwargs)
 
 
@@ -353,7 +353,8 @@ class _Evaluator(EvalWithCompoundTypes):
     """simpleeval's compound-types evaluator with flowdbg's runtime guards.
 
     Instances are cheap to reuse but not thread-safe (comprehensions swap handlers in
-    ``self.nodes``), so each one is used by one evaluation at a time; see :func:`_acquire`.
+    ``self.nodes``), so each one serves one evaluation at a time: :meth:`Expression.evaluate`
+    takes one from a per-thread pool and puts it back afterwards.
     """
 
     def __init__(self) -> None:
@@ -411,8 +412,8 @@ class _Evaluator(EvalWithCompoundTypes):
 
     def _multiply(self, left: Any, right: Any) -> Any:
         sequence, count = (left, right) if isinstance(left, _SEQUENCES) else (right, left)
-        if isinstance(sequence, _SEQUENCES) and isinstance(count, int) and count > 0:
-            size = count * _deep_size(sequence, MAX_SEQUENCE_LENGTH)
+        if isinstance(sequence, _SEQUENCES) and isinstance(count, numbers.Integral) and count > 0:
+            size = int(count) * _deep_size(sequence, MAX_SEQUENCE_LENGTH)
             if size > MAX_SEQUENCE_LENGTH:
                 raise IterableTooLong(
                     f"repeating a {type(sequence).__name__} {count} times would build more "
@@ -508,8 +509,9 @@ class Expression:
         try:
             return evaluator.run(self.source, self._body, names)
         except Exception as exc:
+            problem = _describe_exception(exc, ": ")
             raise ExpressionEvaluationError(
-                f"evaluating condition {_quote(self.source)} failed with {_describe_exception(exc)}"
+                f"evaluating condition {_quote(self.source)} failed: {problem}"
             ) from exc
         finally:
             pool.append(evaluator)

@@ -132,13 +132,9 @@ class Breakpoint(BaseModel):
     args_pattern: str | None = None
     message: str | None = None
 
-    _glob: re.Pattern[str] | None = PrivateAttr(default=None)
-    _expr: Expression | None = PrivateAttr(default=None)
+    _c: _Compiled | None = PrivateAttr(default=None)
     _callable: Callable[..., Any] | None = PrivateAttr(default=None)
-    _hit: HitCondition | None = PrivateAttr(default=None)
     _exc_classes: tuple[type[BaseException], ...] = PrivateAttr(default=())
-    _args_re: re.Pattern[str] | None = PrivateAttr(default=None)
-    _watch_parts: tuple[str | int, ...] = PrivateAttr(default=())
 
     # -- construction --
 
@@ -241,32 +237,15 @@ class Breakpoint(BaseModel):
         return bp
 
     def _compile(self) -> None:
-        self._glob = re.compile(fnmatch.translate(self.pattern))
-        if self.condition is not None:
-            self._expr = compile_expression(self.condition, allowed_names=CONDITION_NAMES)
-        if self.hit_condition is not None:
-            self._hit = HitCondition(self.hit_condition)
-        if self.args_pattern is not None:
-            try:
-                self._args_re = re.compile(self.args_pattern)
-            except re.error as exc:
-                raise BreakpointError(
-                    f"args_pattern {self.args_pattern!r} is not a valid regular expression: {exc}"
-                ) from exc
-        if self.type == BreakpointType.WATCH:
-            from flowdbg.state import parse_path
-
-            if not self.watch_path:
-                raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
-            self._watch_parts = tuple(parse_path(self.watch_path))
-        if self.type == BreakpointType.LOGPOINT:
-            from flowdbg._expr import check_template
-
-            if not self.message:
-                raise BreakpointError("a logpoint needs a message template, e.g. 'x is {state[x]}'")
-            check_template(self.message, allowed_names=CONDITION_NAMES)
+        self._c = _Compiled(self)
 
     # -- matching (hot path when breakpoints exist) --
+
+    @property
+    def compiled(self) -> _Compiled:
+        """The checked, compiled form the controller matches with."""
+        assert self._c is not None
+        return self._c
 
     def matches(self, event: Event, unit: Unit) -> tuple[bool, Any]:
         """Whether this breakpoint's location and condition match ``event``.
@@ -274,80 +253,16 @@ class Breakpoint(BaseModel):
         :returns: ``(matched, value)`` where ``value`` is the watched value for a watch.
         :raises flowdbg.errors.ExpressionError: when the condition fails to evaluate.
         """
+        c = self.compiled
         loc = event.location
-        if loc.position not in self.positions:
+        if not c.may_match(loc.position, loc.kind, loc.node):
             return False, None
-        if self.kinds is not None and loc.kind not in self.kinds:
-            return False, None
-        name = loc.node
-        if self.type == BreakpointType.HANDOFF and isinstance(event.decision, str):
-            name = event.decision
-        assert self._glob is not None
-        if self.pattern != "*" and self._glob.match(name) is None:
-            return False, None
-        value: Any = None
-        if self.type == BreakpointType.EXCEPTION:
-            if event.error is None or not self._exception_matches(event.error):
-                return False, None
-        elif self.type == BreakpointType.WATCH:
-            changed, value = self._watch_changed(unit, event)
-            if not changed:
-                return False, None
-        elif self.type == BreakpointType.TOOL and self._args_re is not None:
-            if self._args_re.search(_serialize_args(event.input)) is None:
-                return False, None
-        if self._expr is None and self._callable is None:
-            return True, value
-        names = condition_names(event, hits=self.hits, value=value)
-        if self._callable is not None:
-            return bool(self._callable(_Namespace(names))), value
-        assert self._expr is not None
-        return bool(self._expr.evaluate(names)), value
-
-    def hit_allows(self, hits: int) -> bool:
-        """Whether the hit condition lets hit number ``hits`` stop."""
-        return self._hit is None or self._hit(hits)
+        return c.matches_payload(event, unit)
 
     def render(self, event: Event, value: Any = None) -> str:
         """Render a logpoint's message for ``event``."""
         assert self.message is not None
         return render_template(self.message, condition_names(event, hits=self.hits, value=value))
-
-    def _exception_matches(self, exc: BaseException) -> bool:
-        if not self.exception_types:
-            return True
-        if self._exc_classes and isinstance(exc, self._exc_classes):
-            return True
-        for cls in type(exc).__mro__:
-            qual = f"{cls.__module__}.{cls.__qualname__}"
-            for name in self.exception_types:
-                if name == cls.__name__ or name == qual or name == cls.__qualname__:
-                    return True
-        return False
-
-    def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
-        from flowdbg.state import get_path
-
-        try:
-            new = get_path(event.state, self._watch_parts)
-        except LookupError:
-            new = _MISSING
-        except Exception:
-            new = _MISSING
-        try:
-            old = get_path(unit.state_before, self._watch_parts)
-        except Exception:
-            old = _MISSING
-        if new is _MISSING:
-            return (old is not _MISSING), None
-        if old is _MISSING:
-            return True, new
-        if old is new:
-            return False, new
-        try:
-            return bool(old != new), new
-        except Exception:
-            return True, new
 
     def describe(self) -> str:
         """One line describing the breakpoint, for listings."""
@@ -378,6 +293,136 @@ class Breakpoint(BaseModel):
             parts.append("disabled")
         parts.append(f"({self.hits} hits)")
         return " ".join(parts)
+
+
+class _Compiled:
+    """A breakpoint checked and compiled for matching; plain slots, read on every point."""
+
+    __slots__ = (
+        "args_re",
+        "bp",
+        "callable",
+        "exc_classes",
+        "exc_names",
+        "expr",
+        "glob",
+        "hit",
+        "kinds",
+        "match_all",
+        "positions",
+        "type",
+        "watch_parts",
+    )
+
+    def __init__(self, bp: Breakpoint) -> None:
+        self.bp = bp
+        self.type = bp.type
+        self.positions = frozenset(bp.positions)
+        self.kinds = None if bp.kinds is None else frozenset(bp.kinds)
+        self.glob = re.compile(fnmatch.translate(bp.pattern))
+        self.match_all = bp.pattern == "*" or bp.type == BreakpointType.HANDOFF
+        self.expr: Expression | None = None
+        self.callable = bp._callable
+        self.exc_classes = bp._exc_classes
+        self.exc_names = bp.exception_types
+        self.hit: HitCondition | None = None
+        self.args_re: re.Pattern[str] | None = None
+        self.watch_parts: tuple[str | int, ...] = ()
+        if bp.condition is not None:
+            self.expr = compile_expression(bp.condition, allowed_names=CONDITION_NAMES)
+        if bp.hit_condition is not None:
+            self.hit = HitCondition(bp.hit_condition)
+        if bp.args_pattern is not None:
+            try:
+                self.args_re = re.compile(bp.args_pattern)
+            except re.error as exc:
+                raise BreakpointError(
+                    f"args_pattern {bp.args_pattern!r} is not a valid regular expression: {exc}"
+                ) from exc
+        if bp.type == BreakpointType.WATCH:
+            from flowdbg.state import parse_path
+
+            if not bp.watch_path:
+                raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
+            self.watch_parts = tuple(parse_path(bp.watch_path))
+        if bp.type == BreakpointType.LOGPOINT:
+            from flowdbg._expr import check_template
+
+            if not bp.message:
+                raise BreakpointError("a logpoint needs a message template, e.g. 'x is {state[x]}'")
+            check_template(bp.message, allowed_names=CONDITION_NAMES)
+
+    def may_match(self, position: str, kind: str, node: str) -> bool:
+        """Cheap pre-check on the location alone (no event needed)."""
+        if position not in self.positions:
+            return False
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        return self.match_all or self.glob.match(node) is not None
+
+    def matches_payload(self, event: Event, unit: Unit) -> tuple[bool, Any]:
+        """The rest of the match, once :meth:`may_match` accepted the location."""
+        bp = self.bp
+        if self.type == BreakpointType.HANDOFF and bp.pattern != "*":
+            target = event.decision if isinstance(event.decision, str) else event.location.node
+            if self.glob.match(target) is None:
+                return False, None
+        value: Any = None
+        if self.type == BreakpointType.EXCEPTION:
+            if event.error is None or not self._exception_matches(event.error):
+                return False, None
+        elif self.type == BreakpointType.WATCH:
+            changed, value = self._watch_changed(unit, event)
+            if not changed:
+                return False, None
+        elif self.type == BreakpointType.TOOL and self.args_re is not None:
+            if self.args_re.search(_serialize_args(event.input)) is None:
+                return False, None
+        if self.expr is None and self.callable is None:
+            return True, value
+        names = condition_names(event, hits=bp.hits, value=value)
+        if self.callable is not None:
+            return bool(self.callable(_Namespace(names))), value
+        assert self.expr is not None
+        return bool(self.expr.evaluate(names)), value
+
+    def hit_allows(self, hits: int) -> bool:
+        """Whether the hit condition lets hit number ``hits`` stop."""
+        return self.hit is None or self.hit(hits)
+
+    def _exception_matches(self, exc: BaseException) -> bool:
+        if not self.exc_names:
+            return True
+        if self.exc_classes and isinstance(exc, self.exc_classes):
+            return True
+        for cls in type(exc).__mro__:
+            qual = f"{cls.__module__}.{cls.__qualname__}"
+            for name in self.exc_names:
+                if name == cls.__name__ or name == qual or name == cls.__qualname__:
+                    return True
+        return False
+
+    def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
+        from flowdbg.state import get_path
+
+        try:
+            new = get_path(event.state, self.watch_parts)
+        except Exception:
+            new = _MISSING
+        try:
+            old = get_path(unit.state_before, self.watch_parts)
+        except Exception:
+            old = _MISSING
+        if new is _MISSING:
+            return (old is not _MISSING), None
+        if old is _MISSING:
+            return True, new
+        if old is new:
+            return False, new
+        try:
+            return bool(old != new), new
+        except Exception:
+            return True, new
 
 
 class _Namespace(dict):  # type: ignore[type-arg]

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from flowdbg._sync import AsyncWaker
-from flowdbg.breakpoints import Breakpoint, BreakpointType
+from flowdbg.breakpoints import Breakpoint, BreakpointType, _Compiled
 from flowdbg.errors import NotStoppedError, StopNotFound, Terminated
 from flowdbg.events import Event, Position, RunStatus
-from flowdbg.runtime import RunScope, Unit, new_run_info
+from flowdbg.runtime import RunScope, Unit, _note_run_started, new_run_info
 from flowdbg.stops import Action, Stop, StopReason
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class Controller:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         self._bps: list[Breakpoint] = []  # copy-on-write: readers iterate without the lock
+        self._matchers: list[_Compiled] = []
         self._bp_ids = itertools.count(1)
         self._stop_ids = itertools.count(1)
         self._stops: dict[str, Stop] = {}
@@ -121,12 +122,22 @@ class Controller:
         self.observe_events = False
         #: True when nothing can stop, log or observe: every point returns at once.
         self.quiet = True
+        #: False when no observer or breakpoint can look at the state of an after point, so
+        #: adapters may skip computing it.
+        self.wants_after_state = False
         self._refresh()
 
     # ------------------------------------------------------------------ state
 
     def _refresh(self) -> None:
-        """Recompute the fast-path flag (call with the lock held or before sharing)."""
+        """Recompute the fast-path flags (call with the lock held or before sharing)."""
+        self._matchers = [b.compiled for b in self._bps]
+        self.wants_after_state = bool(
+            self.observe_events
+            or self._pause
+            or self._steps
+            or any(_AFTER in b.positions or _ERROR in b.positions for b in self._bps)
+        )
         self.quiet = not (
             self._bps
             or self._steps
@@ -186,8 +197,6 @@ class Controller:
         if parent is None:
             with self._lock:
                 self._roots[info.run_id] = scope
-            from flowdbg.debugger import _note_run_started
-
             _note_run_started(info.run_id)
         else:
             scope.terminated = parent.run.root.terminated
@@ -246,10 +255,8 @@ class Controller:
     ) -> Any:
         """A point reached by a sync branch: returns the (maybe edited) payload."""
         stop = self._check(unit, position, state, input, output, error, decision)
-        payload = input if position == _BEFORE else output
         if stop is None:
-            return payload
-        action = stop._action
+            return input if position == _BEFORE else output
         while not stop._event.wait(self.idle_timeout):
             self._idle_resume(stop)
         action = stop._action
@@ -267,9 +274,8 @@ class Controller:
     ) -> Any:
         """A point reached by an async branch: suspends only the calling task."""
         stop = self._check(unit, position, state, input, output, error, decision)
-        payload = input if position == _BEFORE else output
         if stop is None:
-            return payload
+            return input if position == _BEFORE else output
         try:
             while not stop._event.is_set():
                 waker = AsyncWaker()
@@ -298,19 +304,24 @@ class Controller:
         root = unit.run.root
         if root.terminated:
             raise Terminated()
-        event = Event(unit.location(position), state, input, output, error, decision)
+        event: Event | None = None
         if self.observe_events:
+            event = Event(unit.location(position), state, input, output, error, decision)
             self.debugger._hooks.on_event(event=event)
 
         reason: StopReason | None = None
         hit_ids: list[str] = []
         hits: dict[str, int] = {}
         temporary: list[str] = []
-        for bp in self._bps:
-            if not bp.enabled:
+        kind, node = unit.kind, unit.node
+        for c in self._matchers:
+            bp = c.bp
+            if not bp.enabled or not c.may_match(position, kind, node):
                 continue
+            if event is None:
+                event = Event(unit.location(position), state, input, output, error, decision)
             try:
-                ok, value = bp.matches(event, unit)
+                ok, value = c.matches_payload(event, unit)
             except Exception as exc:
                 self._condition_failed(bp, event, exc)
                 continue
@@ -319,7 +330,7 @@ class Controller:
             with self._lock:
                 bp.hits += 1
                 n = bp.hits
-            if not bp.hit_allows(n):
+            if not c.hit_allows(n):
                 continue
             if bp.type == BreakpointType.LOGPOINT:
                 self._log(bp, event, value)
@@ -337,6 +348,13 @@ class Controller:
             if bp.temporary:
                 temporary.append(bp.id)
 
+        if (
+            reason is None
+            and not self._pause
+            and not (self._steps and position != _AFTER)
+            and not (self.stop_on_entry and not root.entered)
+        ):
+            return None
         with self._lock:
             if position != _AFTER:
                 reqs = self._steps.get(root.run_id)
@@ -361,14 +379,13 @@ class Controller:
                 if reason is None:
                     reason = StopReason.ENTRY
             if reason is None:
-                self._refresh()
                 return None
-            for bp_id in temporary:
-                self._bps = [b for b in self._bps if b.id != bp_id]
+            if temporary:
+                self._bps = [b for b in self._bps if b.id not in temporary]
             stop = Stop(
                 id=f"stop-{next(self._stop_ids)}",
                 reason=reason,
-                location=event.location,
+                location=unit.location(position) if event is None else event.location,
                 breakpoints=tuple(hit_ids),
                 hits=hits,
                 state=state,

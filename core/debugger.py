@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect as _inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -21,24 +20,13 @@ from flowdbg.errors import (
 )
 from flowdbg.events import Kind, Position, RunInfo
 from flowdbg.plugins import Hooks, make_plugin_manager
-from flowdbg.runtime import RunScope, Unit, current_unit
+from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.state import StateDiff, delete_path, get_path, set_path
 from flowdbg.stops import Action, Status, Stop
 
 __all__ = ["Debugger", "RunHandle"]
 
-_HANDLE: contextvars.ContextVar[RunHandle | None] = contextvars.ContextVar(
-    "flowdbg_run_handle", default=None
-)
 _AUTO: Any = object()
-
-
-def _note_run_started(run_id: str) -> None:
-    """Tell the run handle of this worker (if any) the id of its first top-level run."""
-    handle = _HANDLE.get()
-    if handle is not None and handle.run_id is None:
-        handle.run_id = run_id
-        handle._started.set()
 
 
 class RunHandle:
@@ -72,7 +60,7 @@ class RunHandle:
         self._thread.start()
 
     def _work(self) -> None:
-        _HANDLE.set(self)
+        _RUN_HANDLE.set(self)
         try:
             value = self._fn(*self._args, **self._kwargs)
             if _inspect.isawaitable(value):

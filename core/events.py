@@ -104,7 +104,7 @@ class Location:
 
     def __str__(self) -> str:
         where = "/".join((*self.path, self.node))
-        extra = f" superstep {self.superstep}" if self.superstep is not None else ""
+        extra = f", superstep {self.superstep}" if self.superstep is not None else ""
         return f"{self.position} {self.kind} {where!r} (step {self.step}{extra})"
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import uuid
+import os
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.events import Location, Position, RunInfo, RunStatus
@@ -34,6 +34,15 @@ _CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
     "flowdbg_current_unit", default=None
 )
 _SAME: Any = object()
+# The RunHandle whose worker thread this is (set by Debugger.start); learns its run's id.
+_RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar("flowdbg_run_handle", default=None)
+
+
+def _note_run_started(run_id: str) -> None:
+    handle = _RUN_HANDLE.get()
+    if handle is not None and handle.run_id is None:
+        handle.run_id = run_id
+        handle._started.set()
 
 
 def current_unit() -> Unit | None:
@@ -268,7 +277,7 @@ def new_run_info(
     input: Any,
 ) -> RunInfo:
     """Build the :class:`RunInfo` of a new run (internal)."""
-    run_id = uuid.uuid4().hex
+    run_id = os.urandom(16).hex()
     if parent is None:
         return RunInfo(
             run_id=run_id,

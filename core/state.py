@@ -572,7 +572,7 @@ def _set_child(obj: Any, value: Any, parts: tuple[PathPart, ...], upto: int) -> 
         return _rebuilt_mapping(obj, items, what)
     if _is_sequence(obj):
         if isinstance(part, str) and _is_namedtuple(obj) and part in type(obj)._fields:
-            return obj._replace(**{part: value})  # type: ignore[attr-defined]
+            return obj._replace(**{part: value})
         if isinstance(part, int) and not -len(obj) <= part < len(obj):
             raise PathError(
                 f"index {part} out of range {_where(parts, upto)} (length {len(obj)}); "
@@ -582,9 +582,9 @@ def _set_child(obj: Any, value: Any, parts: tuple[PathPart, ...], upto: int) -> 
         if isinstance(obj, MutableSequence):
             obj[index] = value
             return obj
-        items = list(obj)
-        items[index] = value
-        return _rebuilt_sequence(obj, items, what)
+        elements = list(obj)
+        elements[index] = value
+        return _rebuilt_sequence(obj, elements, what)
     if not isinstance(part, str):
         raise PathError(
             f"cannot index a value of type {type(obj).__name__} with [{part}] "
@@ -646,9 +646,9 @@ def _delete_child(obj: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
         if isinstance(obj, MutableSequence):
             del obj[index]
             return obj
-        items = list(obj)
-        del items[index]
-        return _rebuilt_sequence(obj, items, what)
+        elements = list(obj)
+        del elements[index]
+        return _rebuilt_sequence(obj, elements, what)
     raise PathError(
         f"cannot {what}: only mapping keys and sequence elements can be deleted, and this is "
         f"{'a field' if isinstance(part, str) else 'an index'} of a {type(obj).__name__}; "
@@ -827,6 +827,10 @@ class _BoundedRepr:
             if len(text) <= room:
                 self.put(text)
                 return
+        if room < 4:
+            self.put(_ELLIPSIS)
+            self.cut = True
+            return
         # Shorten the slice until its repr, plus the ellipsis, fits. Slicing (rather than cutting
         # the repr) never splits an escape; scaling by the repr's length handles escape-heavy text.
         keep = max(room, 1)
@@ -864,8 +868,10 @@ class _BoundedRepr:
                 self.put(", ")
             if style == "pairs":
                 self.emit(item[0], depth + 1)
-                if not self.cut:
-                    self.put(": ")
+                self.put(": ")
+                if self.cut:
+                    self.put(_ELLIPSIS)
+                else:
                     self.emit(item[1], depth + 1)
             elif style == "fields":
                 self.put(f"{item[0]}=")
@@ -975,15 +981,12 @@ def short_repr(value: Any, limit: int = 80) -> str:
         if not cut:
             return text
         note = _size_note(value)
-        target = limit - len(note) - 1 if note else limit
-        budget = target
-        # Closing brackets and the final ", …" are not budgeted exactly; retry a little shorter.
-        for _ in range(4):
-            text, cut = _render(value, budget)
-            if len(text) <= target or budget <= 8:
-                break
-            budget = max(budget - (len(text) - target), 8)
-        return f"{text} {note}" if note and cut else text
+        if note:
+            text, cut = _fit(value, limit - len(note) - 1)
+            if len(text) + len(note) + 1 <= limit:
+                return f"{text} {note}" if cut else text
+        # No note, or no room for one next to the smallest rendering of the value.
+        return _fit(value, limit)[0]
     except Exception:
         return f"<unreprable {_type_name(value)}>"
 
@@ -992,6 +995,18 @@ def _render(value: Any, budget: int) -> tuple[str, bool]:
     builder = _BoundedRepr(budget)
     builder.emit(value, 0)
     return builder.text(), builder.cut
+
+
+def _fit(value: Any, target: int) -> tuple[str, bool]:
+    """Render within ``target`` characters when possible (brackets are not budgeted exactly)."""
+    budget = max(target, 4)
+    text, cut = _render(value, budget)
+    for _ in range(4):
+        if len(text) <= target or budget <= 4:
+            break
+        budget = max(budget - (len(text) - target), 4)
+        text, cut = _render(value, budget)
+    return text, cut
 
 
 @dataclass(frozen=True)

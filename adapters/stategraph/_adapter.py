@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from flowdbg.adapter import Adapter, Capability
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
+from flowdbg.runtime import Unit
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -52,17 +53,7 @@ class _NodeHook:
         self.retry = inner.retry
         self.retry_on = inner.retry_on
         self.subgraph = inner.subgraph
-        self._dbg = debugger
-
-    def _unit(self) -> tuple[Any, Any]:
-        scope = _RUN.get()
-        task = _graph.CURRENT_TASK.get()
-        if scope is None or task is None:
-            return None, task
-        unit = scope.unit(
-            self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
-        )
-        return unit, task
+        self._ctl = debugger._ctl
 
     def _decision(self, task: Any, out: Any) -> tuple[Any, Any]:
         """The state with ``out`` applied and the next nodes, for the after point."""
@@ -71,10 +62,17 @@ class _NodeHook:
         except Exception:  # a bad update or a failing router: the engine reports it next
             return None, None
 
+    # The two methods below are the per-node hot path: keep them flat.
+
     def invoke(self, state: dict[str, Any]) -> Any:
-        unit, task = self._unit()
-        if unit is None:
+        scope = _RUN.get()
+        task = _graph.CURRENT_TASK.get()
+        if scope is None or task is None:
             return self.inner.invoke(state)
+        unit = Unit(
+            scope, self.name, "node", next(scope._counter), task.superstep, task.branch,
+            task.attempt,
+        )
         state = unit.before(state=state)
         try:
             out = self.inner.invoke(state)
@@ -84,15 +82,20 @@ class _NodeHook:
         except BaseException:
             unit.discard()
             raise
-        if self._dbg._ctl.quiet:
+        if not self._ctl.wants_after_state:
             return unit.after(output=out)
         preview, decision = self._decision(task, out)
         return unit.after(output=out, state=preview, decision=decision)
 
     async def ainvoke(self, state: dict[str, Any]) -> Any:
-        unit, task = self._unit()
-        if unit is None:
+        scope = _RUN.get()
+        task = _graph.CURRENT_TASK.get()
+        if scope is None or task is None:
             return await self.inner.ainvoke(state)
+        unit = Unit(
+            scope, self.name, "node", next(scope._counter), task.superstep, task.branch,
+            task.attempt,
+        )
         state = await unit.abefore(state=state)
         try:
             out = await self.inner.ainvoke(state)
@@ -102,7 +105,7 @@ class _NodeHook:
         except BaseException:
             unit.discard()
             raise
-        if self._dbg._ctl.quiet:
+        if not self._ctl.wants_after_state:
             return await unit.aafter(output=out)
         preview, decision = self._decision(task, out)
         return await unit.aafter(output=out, state=preview, decision=decision)

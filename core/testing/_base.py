@@ -1,0 +1,289 @@
+"""The base of every suite: a fresh debugger per test, run tracking and clean teardown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import flowdbg
+from flowdbg.adapter import Capability
+from flowdbg.testing._fixtures import SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+
+__all__ = ["MODES", "WAIT", "SuiteBase", "ThreadCall"]
+
+#: Seconds any wait that is expected to succeed may take before the test fails.
+WAIT = 10.0
+#: The ways a scenario is run under the debugger (``dbg.start(run)`` / ``dbg.start(arun)``).
+MODES = ("sync", "async")
+
+
+class ThreadCall:
+    """A callable running in a thread of the test's own, with its outcome captured.
+
+    Used where the *user's* code, not :meth:`flowdbg.Debugger.start`, calls the framework: the
+    stop then blocks this thread while the test drives the debugger from its own.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._fn = fn
+        self._args = args
+        self._done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="flowdbg-test-caller", daemon=True)
+
+    def _work(self) -> None:
+        try:
+            self.value = self._fn(*self._args)
+        except BaseException as exc:  # kept for result(); a thread must not die with it
+            self.error = exc
+        finally:
+            self._done.set()
+
+    def start(self) -> ThreadCall:
+        self.thread.start()
+        return self
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)
+
+    def result(self, timeout: float = WAIT) -> Any:
+        """The call's value, or its exception re-raised; fails the test on timeout."""
+        if not self._done.wait(timeout):
+            pytest.fail(f"the caller's thread did not finish within {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class _Harness:
+    """Everything a test started, so that teardown can end it (never a thread left blocked)."""
+
+    def __init__(self) -> None:
+        self.debuggers: list[flowdbg.Debugger] = []
+        self.attached: list[tuple[flowdbg.Debugger, Any]] = []
+        self.handles: list[flowdbg.RunHandle] = []
+        self.calls: list[ThreadCall] = []
+        self.releases: list[Callable[[], None]] = []
+
+    def _pending(self) -> list[str]:
+        out = [repr(h) for h in self.handles if not h.done()]
+        out += [c.thread.name for c in self.calls if not c.done()]
+        return out
+
+    def close(self) -> list[str]:
+        problems: list[str] = []
+        for release in self.releases:
+            try:
+                release()
+            except Exception as exc:
+                problems.append(f"release() of a slow scenario failed: {exc!r}")
+        for dbg in self.debuggers:
+            dbg.clear()
+        deadline = time.monotonic() + WAIT
+        while True:
+            for dbg in self.debuggers:
+                status = dbg.status()
+                if dbg.stops or status.runs:
+                    dbg.terminate()
+            pending = [h for h in self.handles if not h.done()]
+            calls = [c for c in self.calls if not c.done()]
+            if not pending and not calls:
+                break
+            if time.monotonic() > deadline:
+                problems.append(f"runs still going at teardown: {self._pending()}")
+                break
+            # Wait on the runs themselves; terminate again in case one stopped meanwhile.
+            for h in pending:
+                try:
+                    h.exception(0.05)
+                except TimeoutError:
+                    pass
+            for c in calls:
+                c.wait(0.05)
+        for dbg, target in reversed(self.attached):
+            try:
+                dbg.detach(target)
+            except Exception as exc:
+                problems.append(f"detach failed: {exc!r}")
+        return problems
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class SuiteBase(AdapterFixtures):
+    """Shared machinery of the ``Abstract*Tests`` suites (not a suite itself).
+
+    Every test gets a fresh :class:`flowdbg.Debugger` (fixture ``dbg``); runs, caller threads and
+    attached targets are tracked and ended at teardown: open stops are terminated, slow units
+    released, runs joined (with a timeout), targets detached.
+    """
+
+    _harness: _Harness
+
+    # ------------------------------------------------------------------ fixtures
+
+    @pytest.fixture(autouse=True)
+    def _flowdbg_harness(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        info = self.adapter_info()
+        if not info.available:
+            pytest.skip(f"adapter {self.adapter!r} is unavailable: {info.reason}")
+        harness = _Harness()
+        request.instance._harness = harness
+        yield
+        problems = harness.close()
+        if problems:
+            pytest.fail("; ".join(problems))
+
+    @pytest.fixture
+    def dbg(self) -> flowdbg.Debugger:
+        """A fresh debugger, cleaned up at teardown."""
+        return self.debugger()
+
+    @pytest.fixture(params=MODES)
+    def mode(self, request: pytest.FixtureRequest) -> str:
+        """``"sync"``: ``dbg.start(scenario.run, ...)``; ``"async"``: ``dbg.start(scenario.arun,
+        ...)`` (an event loop in the worker thread)."""
+        mode: str = request.param
+        self.require(Capability.SYNC if mode == "sync" else Capability.ASYNC)
+        return mode
+
+    # ------------------------------------------------------------------ helpers
+
+    def require(self, *capabilities: Capability) -> None:
+        """Skip the test unless the adapter declares every one of ``capabilities``."""
+        declared = self.capabilities()
+        for cap in capabilities:
+            if cap not in declared:
+                pytest.skip(f"adapter {self.adapter!r} does not declare capability {cap.value!r}")
+
+    def debugger(self, **kwargs: Any) -> flowdbg.Debugger:
+        """A new debugger (``flowdbg.Debugger(**kwargs)``), cleaned up at teardown."""
+        dbg = flowdbg.Debugger(**kwargs)
+        self._harness.debuggers.append(dbg)
+        return dbg
+
+    def scenario(self, name: str) -> Scenario:
+        """Build scenario ``name`` (``linear``, ``branch_positive``, ...) fresh.
+
+        Skips when it needs a capability the adapter lacks or the fixtures cannot build it.
+        """
+        cap = SCENARIO_CAPABILITIES.get(name)
+        if cap is not None:
+            self.require(cap)
+        builders: dict[str, Callable[[], Scenario]] = {
+            "linear": self.build_linear,
+            "loop": self.build_loop,
+            "branch_positive": lambda: self.build_branch(True),
+            "branch_negative": lambda: self.build_branch(False),
+            "parallel": self.build_parallel,
+            "nested": self.build_nested,
+            "failing": self.build_failing,
+            "slow": self.build_slow,
+        }
+        try:
+            scn = builders[name]()
+        except NotImplementedError as exc:
+            pytest.skip(f"adapter {self.adapter!r} fixtures do not build {name!r}: {exc}")
+        if scn.release is not None:
+            self._harness.releases.append(scn.release)
+        return scn
+
+    def entry(self, scn: Scenario, mode: str) -> Callable[[Any], Any]:
+        """The scenario's entry point for ``mode``."""
+        if mode == "sync":
+            return scn.run
+        if scn.arun is None:
+            pytest.fail(
+                f"adapter {self.adapter!r} declares capability 'async' but its fixtures give "
+                "no async entry point (Scenario.arun is None)"
+            )
+        return scn.arun
+
+    def launch(
+        self, dbg: flowdbg.Debugger, scn: Scenario, mode: str = "sync", input: Any = None
+    ) -> flowdbg.RunHandle:
+        """Attach ``scn.target`` to ``dbg`` and start the scenario in a worker."""
+        self.attach(dbg, scn)
+        fn = self.entry(scn, mode)
+        run = dbg.start(fn, scn.input if input is None else input)
+        self._harness.handles.append(run)
+        return run
+
+    def attach(self, dbg: flowdbg.Debugger, scn: Scenario) -> None:
+        """``dbg.attach(scn.target)``, detached again at teardown."""
+        dbg.attach(scn.target)
+        self._harness.attached.append((dbg, scn.target))
+
+    def call_in_thread(self, fn: Callable[..., Any], *args: Any) -> ThreadCall:
+        """Run ``fn(*args)`` in a thread of the test's own (the user's code calling the
+        framework directly), joined at teardown."""
+        call = ThreadCall(fn, *args)
+        self._harness.calls.append(call)
+        return call.start()
+
+    def undebugged(self, scn: Scenario, mode: str = "sync") -> dict[str, Any]:
+        """The scenario's normalized result without any debugger (``scn`` must be fresh)."""
+        fn = self.entry(scn, mode)
+        raw = fn(scn.input) if mode == "sync" else asyncio.run(_await(fn(scn.input)))
+        return scn.normalize(raw)
+
+    def wait_stop(self, dbg: flowdbg.Debugger, timeout: float = WAIT) -> flowdbg.Stop:
+        """Wait for a stop that must come."""
+        stop = dbg.wait_for_stop(timeout)
+        assert stop is not None, (
+            f"expected a stop within {timeout} s, got none; status: {dbg.status().state}, "
+            f"breakpoints: {[b.describe() for b in dbg.breakpoints]}"
+        )
+        return stop
+
+    def wait_no_stop(self, dbg: flowdbg.Debugger, timeout: float = WAIT) -> None:
+        """Wait until the runs end; no stop may open meanwhile."""
+        stop = dbg.wait_for_stop(timeout)
+        assert stop is None, f"expected no stop, got {stop}"
+
+    def finish(self, run: flowdbg.RunHandle, scn: Scenario) -> dict[str, Any]:
+        """The run's normalized result (waits at most :data:`WAIT`)."""
+        return scn.normalize(run.result(WAIT))
+
+    def resume_until_done(self, dbg: flowdbg.Debugger, run: flowdbg.RunHandle) -> list[str]:
+        """Resume every stop until the run ends; returns the nodes it stopped at, in order."""
+        nodes = []
+        for _ in range(100):
+            stop = dbg.wait_for_stop(WAIT)
+            if stop is None:
+                break
+            nodes.append(stop.location.node)
+            dbg.resume(stop.id)
+        else:
+            pytest.fail(f"still stopping after 100 resumes, at {nodes[-5:]}")
+        run.exception(WAIT)  # join; the caller checks the outcome
+        return nodes
+
+    @staticmethod
+    def assert_at(
+        stop: flowdbg.Stop,
+        node: str,
+        position: str = "before",
+        reason: flowdbg.StopReason | None = None,
+        depth: int | None = None,
+    ) -> None:
+        """Assert where ``stop`` is (with a message naming where it really is)."""
+        loc = stop.location
+        where = f"{stop} (reason {stop.reason.value}, depth {loc.depth})"
+        assert loc.node == node, f"expected a stop at {node!r}, got {where}"
+        assert loc.position == position, f"expected position {position!r}, got {where}"
+        if reason is not None:
+            assert stop.reason == reason, f"expected reason {reason.value!r}, got {where}"
+        if depth is not None:
+            assert loc.depth == depth, f"expected depth {depth}, got {where}"

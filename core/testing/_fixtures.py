@@ -1,0 +1,157 @@
+"""Scenarios and the fixtures class every adapter fills in."""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import pytest
+
+from flowdbg.adapter import AdapterInfo, Capability
+
+__all__ = ["EXPECTED", "SCENARIO_CAPABILITIES", "AdapterFixtures", "Scenario"]
+
+
+@dataclass
+class Scenario:
+    """One canonical scenario, built natively in an adapter's framework.
+
+    :param target: what :meth:`flowdbg.Debugger.attach` receives (a compiled graph, a workflow,
+        an agent...).
+    :param run: the synchronous entry point, ``run(input) -> raw result`` (e.g. ``app.invoke``).
+    :param arun: the asynchronous entry point (e.g. ``app.ainvoke``), or ``None`` when the
+        framework has none.
+    :param input: the canonical input.
+    :param normalize: turns a raw result into the canonical ``dict`` that tests compare.
+    :param started: slow scenario only: set once the slow unit has started.
+    :param release: slow scenario only: lets the slow unit finish (idempotent).
+    """
+
+    target: Any
+    run: Callable[[Any], Any]
+    arun: Callable[[Any], Awaitable[Any]] | None
+    input: Any
+    normalize: Callable[[Any], dict[str, Any]] = dict
+    started: threading.Event | None = None
+    release: Callable[[], None] | None = None
+
+
+def _frozen(**results: dict[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    return MappingProxyType({k: MappingProxyType(v) for k, v in results.items()})
+
+
+#: The canonical result of every scenario (after ``Scenario.normalize``), by scenario name.
+EXPECTED: Mapping[str, Mapping[str, Any]] = _frozen(
+    linear={"x": 20, "y": 21},
+    loop={"count": 5, "finished": True},
+    branch_positive={"x": 1, "seen": True, "sign": "+"},
+    branch_negative={"x": -1, "seen": True, "sign": "-"},
+    parallel={"items": ["p1", "p2"], "total": 2},
+    nested={"x": 20, "z": 21, "done": True},
+    slow={"x": 2, "y": 1},
+)
+
+#: Scenarios that only make sense when the adapter declares a capability.
+SCENARIO_CAPABILITIES: Mapping[str, Capability] = MappingProxyType(
+    {
+        "parallel": Capability.PARALLEL_BRANCHES,
+        "nested": Capability.NESTING,
+    }
+)
+
+_INFO_CACHE: dict[str, AdapterInfo | None] = {}
+_INFO_LOCK = threading.Lock()
+
+
+def _adapter_info(name: str) -> AdapterInfo | None:
+    with _INFO_LOCK:
+        if name not in _INFO_CACHE:
+            import flowdbg
+
+            _INFO_CACHE[name] = flowdbg.Debugger().adapters.get(name)
+        return _INFO_CACHE[name]
+
+
+class AdapterFixtures(abc.ABC):
+    """What an adapter provides to the conformance suites: the canonical scenarios.
+
+    Subclass it once per adapter, set :attr:`adapter`, and build every scenario natively in the
+    framework, fresh on every call (a new graph, workflow or agent each time, so that one test's
+    attach or breakpoints never leak into another). Then compose it with the suites::
+
+        class TestMyAdapterBreakpoints(MyAdapterFixtures, AbstractBreakpointTests):
+            pass
+
+    Canonical scenarios (results as ``Scenario.normalize`` gives them, see :data:`EXPECTED`):
+
+    - linear: input ``{"x": 1}``; ``a``: x+1, ``b``: x*10, ``c``: y = x+1.
+    - loop: input ``{"count": 0}``; ``inc``: count+1, back to ``inc`` while count < 5, else
+      ``done``: finished = True.
+    - branch: input ``{"x": 1}`` or ``{"x": -1}``; ``start``: seen = True; then ``pos``
+      (sign "+") if x > 0 else ``neg`` (sign "-").
+    - parallel: input ``{"items": []}``; ``fan`` -> ``p1`` and ``p2`` concurrently, each adding
+      its name to ``items`` through a list-add reducer -> ``join``: total = len(items).
+    - nested: input ``{"x": 1}``; ``pre``: x+1 -> ``sub``, a nested graph (``inner1``: x*10
+      -> ``inner2``: z = x+1) -> ``post``: done = True.
+    - failing: input ``{"x": 1}``; ``a``: x+1 -> ``boom`` raises ``ValueError(f"boom at x={x}")``.
+    - slow: input ``{"x": 1}``; ``slow`` sets ``started``, blocks until ``release()`` (10 s at
+      most), x+1 -> ``after``: y = 1.
+
+    A builder may raise :class:`NotImplementedError` for a scenario its framework cannot express;
+    tests needing it are then skipped with that reason.
+    """
+
+    #: the adapter's registered name, e.g. ``"stategraph"``
+    adapter: ClassVar[str]
+    #: whether the caller of a sync run receives the very exception object the unit raised
+    #: (some frameworks wrap or copy exceptions; then only type and message are compared)
+    exception_identity: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def build_linear(self) -> Scenario:
+        """Build the linear scenario: a -> b -> c."""
+
+    @abc.abstractmethod
+    def build_loop(self) -> Scenario:
+        """Build the loop scenario: inc -> inc ... -> done."""
+
+    @abc.abstractmethod
+    def build_branch(self, positive: bool) -> Scenario:
+        """Build the branch scenario with input x = 1 (``positive``) or x = -1."""
+
+    @abc.abstractmethod
+    def build_parallel(self) -> Scenario:
+        """Build the parallel scenario: fan -> (p1 | p2) -> join."""
+
+    @abc.abstractmethod
+    def build_nested(self) -> Scenario:
+        """Build the nested scenario: pre -> sub(inner1 -> inner2) -> post."""
+
+    @abc.abstractmethod
+    def build_failing(self) -> Scenario:
+        """Build the failing scenario: a -> boom (raises ValueError)."""
+
+    @abc.abstractmethod
+    def build_slow(self) -> Scenario:
+        """Build the slow scenario: slow (blocks until released) -> after."""
+
+    def adapter_info(self) -> AdapterInfo:
+        """The registered adapter's :class:`flowdbg.AdapterInfo` (looked up once per name).
+
+        :raises pytest.fail.Exception: when no adapter of that name is registered.
+        """
+        info = _adapter_info(self.adapter)
+        if info is None:
+            pytest.fail(
+                f"no flowdbg adapter named {self.adapter!r} is registered; check the 'flowdbg' "
+                "entry point of its distribution (is the project installed?)"
+            )
+        return info
+
+    def capabilities(self) -> frozenset[Capability]:
+        """What the adapter supports; by default what the registered adapter declares."""
+        return self.adapter_info().capabilities

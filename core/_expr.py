@@ -150,17 +150,19 @@ def _spec_refusal(spec: str) -> str | None:
     return None
 
 
-def _deep_size(value: object, limit: int) -> int:
-    """Number of slots and characters reachable from *value*, counting shared parts every time.
+def _deep_size(value: object, limit: int, *, count_characters: bool = True) -> int:
+    """Number of slots (and characters) reachable from *value*, counting shared parts each time.
 
-    Stops counting once the total exceeds *limit*, so the cost is bounded by *limit*.
+    This is what repeating, comparing or printing *value* costs. Strings count as their length,
+    or as nothing when *count_characters* is false. Counting stops once the total exceeds
+    *limit*, so the cost of counting is bounded by *limit*.
     """
     total = 0
     stack = [value]
     while stack and total <= limit:
         item = stack.pop()
         if isinstance(item, _TEXT_TYPES):
-            total += len(item)
+            total += len(item) if count_characters else 0
         elif isinstance(item, (list, tuple, set, frozenset)):
             total += len(item)
             if total <= limit:
@@ -412,8 +414,9 @@ class _Evaluator(EvalWithCompoundTypes):
 
     def _multiply(self, left: Any, right: Any) -> Any:
         sequence, count = (left, right) if isinstance(left, _SEQUENCES) else (right, left)
-        if isinstance(sequence, _SEQUENCES) and isinstance(count, numbers.Integral) and count > 0:
-            size = int(count) * _deep_size(sequence, MAX_SEQUENCE_LENGTH)
+        times = int(count) if isinstance(count, numbers.Integral) else 0
+        if isinstance(sequence, _SEQUENCES) and times > 0:
+            size = times * _deep_size(sequence, MAX_SEQUENCE_LENGTH)
             if size > MAX_SEQUENCE_LENGTH:
                 raise IterableTooLong(
                     f"repeating a {type(sequence).__name__} {count} times would build more "
@@ -462,6 +465,20 @@ class _Evaluator(EvalWithCompoundTypes):
 
     def _eval_set_comprehension(self, node: ast.SetComp) -> set[Any]:
         return set(self._eval_comprehension(node))
+
+    def _eval_comprehension(self, node: ast.expr) -> Any:
+        # simpleeval caps the number of elements; the elements themselves can still be big
+        # containers yielded many times (``[b for b in [[0.5] * 99999] for c in 'x' * 9999]``),
+        # which makes comparing or printing the result take minutes. Charge every container
+        # element by the slots it reaches (characters are cheap to compare and not counted).
+        result = super()._eval_comprehension(node)
+        elements = [*result.keys(), *result.values()] if isinstance(result, dict) else result
+        remaining = MAX_ALLOCATION - self.allocated
+        for element in elements:
+            if isinstance(element, _CONTAINERS):
+                self._charge(_deep_size(element, remaining, count_characters=False))
+                remaining = MAX_ALLOCATION - self.allocated
+        return result
 
 
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})

@@ -339,6 +339,11 @@ def test_simpleeval_power_limit_still_applies_to_floats() -> None:
         ("value % 1", {"value": "%999999999d"}),
         ("f'{hits:>{value}}'", {"hits": 1, "value": 10**6}),
         ("[x for x in state]", {"state": range(20_000)}),
+        (
+            "[b for b in [[0.5] * 99999] for c in 'x' * 4998]"
+            " == [b for b in [[value] * 99999] for c in 'x' * 4998]",
+            {"value": 0.5},
+        ),
     ],
 )
 def test_resource_exhaustion_is_refused_at_run_time(source: str, names: dict[str, Any]) -> None:
@@ -346,6 +351,12 @@ def test_resource_exhaustion_is_refused_at_run_time(source: str, names: dict[str
     error = evaluation_failure(source, **names)
     assert time.perf_counter() - started < 2
     assert isinstance(error.__cause__, Exception)
+
+
+def test_comprehensions_over_ordinary_state_are_not_limited() -> None:
+    messages = [{"role": "tool", "content": "x" * 1000, "id": i} for i in range(10_000)]
+    assert evaluate("len([m for m in state if m['role'] == 'tool'])", state=messages) == 10_000
+    assert evaluate("sorted({m['id'] % 3 for m in state})", state=messages) == [0, 1, 2]
 
 
 def test_sequence_limits_raise_simpleeval_errors() -> None:

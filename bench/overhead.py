@@ -18,6 +18,7 @@ medians over many stops, for a sync run (thread) and an async run (task on a loo
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import statistics
@@ -38,7 +39,7 @@ def linear_graph(n: int = NODES) -> Any:
     for name in names:
         g.add_node(name, lambda s: None)
     g.set_entry_point(names[0])
-    for a, b in zip(names, names[1:]):
+    for a, b in itertools.pairwise(names):
         g.add_edge(a, b)
     g.add_edge(names[-1], END)
     return g.compile()
@@ -75,7 +76,7 @@ def overhead(runs: int, rounds: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, values in samples.items():
         # the ratio of medians, and the median of per-round ratios (robust to drift)
-        per_round = [v / d for v, d in zip(values, samples["detached"])]
+        per_round = [v / d for v, d in zip(values, samples["detached"], strict=True)]
         out[name] = {
             "us_per_node": round(statistics.median(values), 3),
             "added_us_per_node": round(statistics.median(values) - base, 3),
@@ -136,9 +137,7 @@ def latencies(stops: int) -> dict[str, Any]:
             "stop_latency_ms_median": round(statistics.median(stop_lat) * 1e3, 4),
             "stop_latency_ms_p90": round(sorted(stop_lat)[int(0.9 * len(stop_lat))] * 1e3, 4),
             "resume_latency_ms_median": round(statistics.median(resume_lat) * 1e3, 4),
-            "resume_latency_ms_p90": round(
-                sorted(resume_lat)[int(0.9 * len(resume_lat))] * 1e3, 4
-            ),
+            "resume_latency_ms_p90": round(sorted(resume_lat)[int(0.9 * len(resume_lat))] * 1e3, 4),
             "stops": stops,
         }
     return out

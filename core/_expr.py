@@ -35,7 +35,6 @@ from functools import lru_cache
 from typing import Any, TypeAlias
 
 import simpleeval
-from flowdbg.errors import ExpressionError
 from simpleeval import (
     EvalWithCompoundTypes,
     FeatureNotAvailable,
@@ -43,6 +42,8 @@ from simpleeval import (
     IterableTooLong,
     NumberTooHigh,
 )
+
+from flowdbg.errors import ExpressionError
 
 __all__ = [
     "SAFE_FUNCTIONS",

@@ -7,6 +7,7 @@ accepted too, in-process only (it is not serialized).
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 import json
 import re
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from flowdbg._expr import Expression, compile_expression, render_template
 from flowdbg.errors import BreakpointError, ExpressionError
@@ -134,7 +135,7 @@ class Breakpoint(BaseModel):
 
     _c: _Compiled | None = PrivateAttr(default=None)
     _callable: Callable[..., Any] | None = PrivateAttr(default=None)
-    _exc_classes: tuple[type[BaseException], ...] = PrivateAttr(default=())
+    _exc_classes: tuple[builtins.type[BaseException], ...] = PrivateAttr(default=())
 
     # -- construction --
 
@@ -142,7 +143,7 @@ class Breakpoint(BaseModel):
     def create(
         cls,
         bp_id: str,
-        type: BreakpointType,
+        bp_type: BreakpointType,
         *,
         pattern: str = "*",
         positions: tuple[str, ...] = (Position.BEFORE.value,),
@@ -151,7 +152,7 @@ class Breakpoint(BaseModel):
         hit_condition: str | int | None = None,
         temporary: bool = False,
         enabled: bool = True,
-        exception_types: tuple[type[BaseException] | str, ...] = (),
+        exception_types: tuple[builtins.type[BaseException] | str, ...] = (),
         watch_path: str | None = None,
         args_pattern: str | None = None,
         message: str | None = None,
@@ -168,9 +169,7 @@ class Breakpoint(BaseModel):
             )
         for pos in positions:
             if pos not in (p.value for p in Position):
-                raise BreakpointError(
-                    f"position {pos!r} is not one of 'before', 'after', 'error'"
-                )
+                raise BreakpointError(f"position {pos!r} is not one of 'before', 'after', 'error'")
         if kinds is not None:
             kinds = tuple(k.value if isinstance(k, Kind) else str(k) for k in kinds)
         callable_cond = None
@@ -186,7 +185,7 @@ class Breakpoint(BaseModel):
                 )
         hit_src = None if hit_condition is None else str(hit_condition)
         type_names: list[str] = []
-        classes: list[type[BaseException]] = []
+        classes: list[builtins.type[BaseException]] = []
         for t in exception_types:
             if isinstance(t, str):
                 if not t:
@@ -202,7 +201,7 @@ class Breakpoint(BaseModel):
                 )
         bp = cls(
             id=bp_id,
-            type=type,
+            type=bp_type,
             pattern=pattern,
             positions=tuple(str(p) for p in positions),
             kinds=kinds,
@@ -375,9 +374,12 @@ class _Compiled:
             changed, value = self._watch_changed(unit, event)
             if not changed:
                 return False, None
-        elif self.type == BreakpointType.TOOL and self.args_re is not None:
-            if self.args_re.search(_serialize_args(event.input)) is None:
-                return False, None
+        elif (
+            self.type == BreakpointType.TOOL
+            and self.args_re is not None
+            and self.args_re.search(_serialize_args(event.input)) is None
+        ):
+            return False, None
         if self.expr is None and self.callable is None:
             return True, value
         names = condition_names(event, hits=bp.hits, value=value)
@@ -425,7 +427,7 @@ class _Compiled:
             return True, new
 
 
-class _Namespace(dict):  # type: ignore[type-arg]
+class _Namespace(dict[str, Any]):
     """The names of a condition, readable as keys or attributes by a callable condition."""
 
     def __getattr__(self, name: str) -> Any:

@@ -79,7 +79,7 @@ def _same_branch(
     candidate is on the branch if it runs in the same branch (task) or in a later superstep (the
     branch's successors after a join). A unit inside the origin (or enclosing it) is on it.
     """
-    for o, c in zip(origin, cand):
+    for o, c in zip(origin, cand, strict=False):
         if o[0] != c[0]:
             return True  # two runs started by the same unit: one line of execution
         if o[1] == c[1]:
@@ -187,9 +187,7 @@ class Controller:
 
     # ------------------------------------------------------------------- runs
 
-    def begin_run(
-        self, *, framework: str, name: str, input: Any, parent: Unit | None
-    ) -> RunScope:
+    def begin_run(self, *, framework: str, name: str, input: Any, parent: Unit | None) -> RunScope:
         if parent is not None and parent.run.ctl is not self:
             parent = None  # a unit of another debugger: this run is top-level here
         info = new_run_info(framework=framework, name=name, parent=parent, input=input)
@@ -469,9 +467,7 @@ class Controller:
                 return self._stops[stop_id]
             except KeyError:
                 open_ids = ", ".join(self._stops) or "none"
-                raise StopNotFound(
-                    f"no open stop {stop_id!r}; open stops: {open_ids}"
-                ) from None
+                raise StopNotFound(f"no open stop {stop_id!r}; open stops: {open_ids}") from None
 
     def select(self, stop_id: str) -> Stop:
         with self._lock:
@@ -500,9 +496,7 @@ class Controller:
             if action in (Action.STEP_OVER, Action.STEP_INTO, Action.STEP_OUT) and unit is not None:
                 root_id = unit.run.root.run_id
                 if root_id in self._roots:
-                    self._steps.setdefault(root_id, []).append(
-                        StepRequest(action, unit.lineage())
-                    )
+                    self._steps.setdefault(root_id, []).append(StepRequest(action, unit.lineage()))
             stop._action = action
             stop.resumed_at = time.time()
             self._refresh()

@@ -51,9 +51,7 @@ class RunHandle:
         self._value: Any = None
         self._exc: BaseException | None = None
         label = name or getattr(fn, "__qualname__", None) or repr(fn)
-        self._thread = threading.Thread(
-            target=self._work, name=f"flowdbg-run:{label}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._work, name=f"flowdbg-run:{label}", daemon=True)
 
     def _start(self) -> None:
         self.debugger._ctl.worker_started()

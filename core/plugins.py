@@ -70,9 +70,7 @@ def discover(*, refresh: bool = False) -> list[EntryPointResult]:
             return _cache[key]
         results = []
         seen: set[str] = set()
-        eps = sorted(
-            importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
-        )
+        eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
         for ep in eps:
             if ep.name in seen:  # the same distribution seen twice on sys.path
                 continue
@@ -87,7 +85,10 @@ def discover(*, refresh: bool = False) -> list[EntryPointResult]:
             except ImportError as exc:
                 results.append(
                     EntryPointResult(
-                        ep.name, ep.value, None, f"plugin module {ep.value!r} failed to import: {exc}"
+                        ep.name,
+                        ep.value,
+                        None,
+                        f"plugin module {ep.value!r} failed to import: {exc}",
                     )
                 )
                 continue
@@ -96,7 +97,9 @@ def discover(*, refresh: bool = False) -> list[EntryPointResult]:
         return results
 
 
-def make_plugin_manager(plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[EntryPointResult]]:
+def make_plugin_manager(
+    plugins: Iterable[Any] = (),
+) -> tuple[pluggy.PluginManager, list[EntryPointResult]]:
     """A plugin manager with the hookspecs, the entry-point plugins and ``plugins``.
 
     :raises pluggy.PluginValidationError: when a plugin implements a hook that does not exist
@@ -106,9 +109,12 @@ def make_plugin_manager(plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManag
     pm.add_hookspecs(hookspecs)
     results = discover()
     for res in results:
-        if res.module is not None and pm.get_plugin(res.name) is None:
-            if not pm.is_registered(res.module):
-                pm.register(res.module, name=res.name)
+        if (
+            res.module is not None
+            and pm.get_plugin(res.name) is None
+            and not pm.is_registered(res.module)
+        ):
+            pm.register(res.module, name=res.name)
     for plugin in plugins:
         pm.register(plugin)
     pm.check_pending()

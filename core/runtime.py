@@ -35,7 +35,9 @@ _CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
 )
 _SAME: Any = object()
 # The RunHandle whose worker thread this is (set by Debugger.start); learns its run's id.
-_RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar("flowdbg_run_handle", default=None)
+_RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "flowdbg_run_handle", default=None
+)
 
 
 def _note_run_started(run_id: str) -> None:

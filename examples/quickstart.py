@@ -38,7 +38,9 @@ def build_graph():
     g.add_node("answer", answer)
     g.add_node("sign", sign)
     g.set_entry_point("classify")
-    g.add_conditional_edges("classify", lambda s: s["intent"], {"refund": "refund", "question": "answer"})
+    g.add_conditional_edges(
+        "classify", lambda s: s["intent"], {"refund": "refund", "question": "answer"}
+    )
     g.add_edge("refund", "sign")
     g.add_edge("answer", "sign")
     g.add_edge("sign", END)

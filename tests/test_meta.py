@@ -90,5 +90,13 @@ def test_public_api_all_is_explicit() -> None:
     import flowdbg
 
     assert set(flowdbg.__all__) <= set(dir(flowdbg))
-    for name in ("Debugger", "StopReason", "Stop", "Terminated", "hookimpl", "Adapter", "Capability"):
+    for name in (
+        "Debugger",
+        "StopReason",
+        "Stop",
+        "Terminated",
+        "hookimpl",
+        "Adapter",
+        "Capability",
+    ):
         assert name in flowdbg.__all__

@@ -70,7 +70,12 @@ class _NodeHook:
         if scope is None or task is None:
             return self.inner.invoke(state)
         unit = Unit(
-            scope, self.name, "node", next(scope._counter), task.superstep, task.branch,
+            scope,
+            self.name,
+            "node",
+            next(scope._counter),
+            task.superstep,
+            task.branch,
             task.attempt,
         )
         state = unit.before(state=state)
@@ -93,7 +98,12 @@ class _NodeHook:
         if scope is None or task is None:
             return await self.inner.ainvoke(state)
         unit = Unit(
-            scope, self.name, "node", next(scope._counter), task.superstep, task.branch,
+            scope,
+            self.name,
+            "node",
+            next(scope._counter),
+            task.superstep,
+            task.branch,
             task.attempt,
         )
         state = await unit.abefore(state=state)

@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import pytest
+from simpleeval import IterableTooLong, NumberTooHigh
+
 from flowdbg._expr import (
     SAFE_FUNCTIONS,
     Expression,
@@ -17,7 +19,6 @@ from flowdbg._expr import (
     render_template,
 )
 from flowdbg.errors import BreakpointError, ExpressionError
-from simpleeval import IterableTooLong, NumberTooHigh
 
 ALLOWED = (
     "state",

@@ -122,6 +122,7 @@ def test_async_stop_suspends_only_its_task() -> None:
         stop_seen = anyio.Event()
         result: dict[str, Any] = {}
         async with anyio.create_task_group() as tg:
+
             async def run_it() -> None:
                 result["v"] = await unit_task()
 

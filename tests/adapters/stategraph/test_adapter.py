@@ -1,0 +1,231 @@
+"""The StateGraph adapter reports the right events: supersteps, branches, depth, decisions,
+attempts, child runs; and it leaves graphs it is not attached to alone."""
+
+from __future__ import annotations
+
+import operator
+import threading
+from typing import Any
+
+import anyio
+import pytest
+
+import flowdbg
+from flowdbg.adapters.stategraph import END, StateGraph
+
+T = 10.0
+
+
+class Events:
+    """An observer plugin collecting events and runs."""
+
+    def __init__(self) -> None:
+        self.events: list[flowdbg.Event] = []
+        self.runs: list[flowdbg.RunInfo] = []
+        self._lock = threading.Lock()
+
+    @flowdbg.hookimpl
+    def flowdbg_on_event(self, event: flowdbg.Event) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    @flowdbg.hookimpl
+    def flowdbg_on_run_end(self, run: flowdbg.RunInfo) -> None:
+        with self._lock:
+            self.runs.append(run)
+
+    def at(self, position: str) -> list[flowdbg.Location]:
+        return [e.location for e in self.events if e.location.position == position]
+
+
+def fan_graph() -> Any:
+    g = StateGraph(reducers={"items": operator.add}, name="fan")
+    g.add_node("fan", lambda s: {"n": 1})
+    g.add_node("p1", lambda s: {"items": ["p1"]})
+    g.add_node("p2", lambda s: {"items": ["p2"]})
+    g.add_node("join", lambda s: {"total": len(s["items"])})
+    g.set_entry_point("fan")
+    g.add_conditional_edges("fan", lambda s: ["p1", "p2"])
+    g.add_edge("p1", "join")
+    g.add_edge("p2", "join")
+    g.add_edge("join", END)
+    return g.compile()
+
+
+def nested_graph() -> Any:
+    inner = StateGraph(name="inner")
+    inner.add_node("inner1", lambda s: {"x": s["x"] * 10})
+    inner.add_node("inner2", lambda s: {"z": s["x"] + 1})
+    inner.set_entry_point("inner1")
+    inner.add_edge("inner1", "inner2")
+    inner.add_edge("inner2", END)
+    outer = StateGraph(name="outer")
+    outer.add_node("pre", lambda s: {"x": s["x"] + 1})
+    outer.add_node("sub", inner.compile())
+    outer.add_node("post", lambda s: {"done": True})
+    outer.set_entry_point("pre")
+    outer.add_edge("pre", "sub")
+    outer.add_edge("sub", "post")
+    outer.add_edge("post", END)
+    return outer.compile()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_parallel_units_have_their_superstep_branch_and_decisions(mode: str) -> None:
+    rec = Events()
+    dbg = flowdbg.Debugger(plugins=[rec])
+    app = dbg.attach(fan_graph())
+    if mode == "sync":
+        result = app.invoke({"items": []})
+    else:
+        result = anyio.run(app.ainvoke, {"items": []})
+    assert result == {"items": ["p1", "p2"], "n": 1, "total": 2}
+    before = {loc.node: loc for loc in rec.at("before")}
+    assert {n: loc.superstep for n, loc in before.items()} == {
+        "fan": 1,
+        "p1": 2,
+        "p2": 2,
+        "join": 3,
+    }
+    assert before["p1"].branch != before["p2"].branch
+    assert len({loc.step for loc in before.values()}) == 4  # one step index per unit
+    assert all(loc.depth == 0 and loc.framework == "stategraph" for loc in before.values())
+    decisions = {e.location.node: e.decision for e in rec.events if e.location.position == "after"}
+    assert decisions["fan"] == ["p1", "p2"]
+    assert decisions["p1"] == ["join"] and decisions["join"] == ["__end__"]
+    after_fan = next(
+        e for e in rec.events if e.location.node == "fan" and e.location.position == "after"
+    )
+    assert after_fan.output == {"n": 1} and after_fan.state["n"] == 1
+    assert [r.status.value for r in rec.runs] == ["completed"]
+
+
+def test_subgraph_is_a_child_run_one_level_deeper() -> None:
+    rec = Events()
+    dbg = flowdbg.Debugger(plugins=[rec])
+    app = dbg.attach(nested_graph())
+    assert app.invoke({"x": 1}) == {"x": 20, "z": 21, "done": True}
+    before = {loc.node: loc for loc in rec.at("before")}
+    assert before["inner1"].path == ("sub",) and before["inner1"].depth == 1
+    assert before["sub"].path == () and before["post"].depth == 0
+    assert before["inner1"].parent_run_id == before["sub"].run_id
+    assert before["inner1"].run_id != before["sub"].run_id
+    child, root = rec.runs
+    assert child.name == "inner" and child.parent_run_id == root.run_id
+    assert child.root_run_id == root.run_id and root.parent_run_id is None
+
+
+def test_retry_attempts_are_reported() -> None:
+    calls = {"n": 0}
+
+    def flaky(state: dict[str, Any]) -> dict[str, Any]:
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise ConnectionError(f"flaky {calls['n']}")
+        return {"ok": True}
+
+    g = StateGraph(name="retry")
+    g.add_node("flaky", flaky, retry=2)
+    g.set_entry_point("flaky")
+    g.add_edge("flaky", END)
+    rec = Events()
+    dbg = flowdbg.Debugger(plugins=[rec])
+    app = dbg.attach(g.compile())
+    assert app.invoke({}) == {"ok": True}
+    trail = [(e.location.position, e.location.attempt) for e in rec.events]
+    assert trail == [
+        ("before", 1),
+        ("error", 1),
+        ("before", 2),
+        ("error", 2),
+        ("before", 3),
+        ("after", 3),
+    ]
+    assert isinstance(rec.events[1].error, ConnectionError)
+
+
+def test_exception_breakpoint_sees_each_attempt_and_terminate_stops_retries() -> None:
+    g = StateGraph(name="always")
+    g.add_node("bad", lambda s: 1 / 0, retry=5)
+    g.set_entry_point("bad")
+    g.add_edge("bad", END)
+    dbg = flowdbg.Debugger()
+    app = dbg.attach(g.compile())
+    dbg.break_on_exception(ZeroDivisionError)
+    run = dbg.start(app.invoke, {})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.attempt == 1
+    dbg.resume()
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.attempt == 2
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+
+
+def test_edit_at_after_stop_changes_the_route() -> None:
+    g = StateGraph(name="route")
+    g.add_node("decide", lambda s: {"go": "left"})
+    g.add_node("left", lambda s: {"side": "L"})
+    g.add_node("right", lambda s: {"side": "R"})
+    g.set_entry_point("decide")
+    g.add_conditional_edges("decide", lambda s: s["go"])
+    g.add_edge("left", END)
+    g.add_edge("right", END)
+    dbg = flowdbg.Debugger()
+    app = dbg.attach(g.compile())
+    dbg.break_after("decide")
+    run = dbg.start(app.invoke, {})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.decision == ["left"]
+    dbg.set("go", "right")
+    dbg.resume()
+    assert run.result(T) == {"go": "right", "side": "R"}
+
+
+def test_unattached_graph_is_unaffected_by_an_attached_one() -> None:
+    dbg = flowdbg.Debugger()
+    attached = dbg.attach(fan_graph())
+    other = fan_graph()
+    dbg.break_before("*")
+    assert other.invoke({"items": []})["total"] == 2  # no stop: not attached
+    assert dbg.stops == []
+    run = dbg.start(attached.invoke, {"items": []})
+    assert dbg.wait_for_stop(T) is not None
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+
+
+def test_describe_through_the_debugger() -> None:
+    dbg = flowdbg.Debugger()
+    app = nested_graph()
+    desc = dbg.describe(app)
+    names = [n["name"] for n in desc["nodes"]]
+    assert names == ["pre", "sub", "post"]
+    sub = next(n for n in desc["nodes"] if n["name"] == "sub")
+    assert [n["name"] for n in sub["subgraph"]["nodes"]] == ["inner1", "inner2"]
+    assert {"source": "pre", "target": "sub"} in desc["edges"]
+
+
+def test_own_event_loop_task_is_suspended_while_the_loop_runs() -> None:
+    dbg = flowdbg.Debugger()
+    app = dbg.attach(nested_graph())
+    dbg.break_before("inner2")
+
+    async def main() -> Any:
+        results: dict[str, Any] = {}
+
+        async def user_code() -> None:
+            results["out"] = await app.ainvoke({"x": 1})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(user_code)
+            stop = await dbg.wait_for_stop_async(T)
+            assert stop is not None and stop.location.depth == 1
+            assert dbg.inspect("x") == 20
+            dbg.set("x", 3)
+            dbg.resume()
+        return results["out"]
+
+    assert anyio.run(main) == {"x": 20, "z": 4, "done": True}

@@ -21,7 +21,7 @@ from flowdbg.errors import (
 from flowdbg.events import Kind, Position, RunInfo
 from flowdbg.plugins import Hooks, make_plugin_manager
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
-from flowdbg.state import StateDiff, delete_path, get_path, set_path
+from flowdbg.state import KeySummary, StateDiff, delete_path, get_path, set_path, summarize
 from flowdbg.stops import Action, Status, Stop
 
 __all__ = ["Debugger", "RunHandle"]
@@ -578,6 +578,12 @@ class Debugger:
         """Delete the key or element at ``path`` (applied like :meth:`set`)."""
         s = self._ctl.get_stop(stop)
         s._edit(lambda root: delete_path(root, path))
+
+    def summary(self, *, stop: str | None = None) -> list[KeySummary]:
+        """One row per top-level state key at the stop: key, type, size and a short preview."""
+        s = self._ctl.get_stop(stop)
+        root = s.state if s.state is not None else (getattr(s, s.editable) if s.editable else None)
+        return summarize(root)
 
     def diff(self, *, stop: str | None = None) -> StateDiff:
         """At an ``after`` (or ``error``) stop: what the unit changed in the state.

@@ -9,6 +9,7 @@ own ``load_setuptools_entrypoints`` stops at the first failure). ``FLOWDBG_DISAB
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
 
 __all__ = ["ENTRY_POINT_GROUP", "EntryPointResult", "Hooks", "discover", "hookimpl"]
+
+log = logging.getLogger("flowdbg")
 
 ENTRY_POINT_GROUP = "flowdbg"
 DISABLE_ENV = "FLOWDBG_DISABLE_ADAPTERS"
@@ -122,12 +125,24 @@ def make_plugin_manager(
 
 
 class Hooks:
-    """Typed facade over ``pm.hook``: one method per hook, keyword arguments only."""
+    """Typed facade over ``pm.hook``: one method per hook, keyword arguments only.
+
+    An observer that raises is logged (once per hook) and never breaks the debugged run.
+    """
 
     def __init__(self, pm: pluggy.PluginManager, debugger: Debugger) -> None:
         self._pm = pm
         self._debugger = debugger
+        self._failed: set[str] = set()
         self.refresh()
+
+    def _observe(self, name: str, **kwargs: Any) -> None:
+        try:
+            getattr(self._pm.hook, name)(debugger=self._debugger, **kwargs)
+        except Exception:
+            if name not in self._failed:
+                self._failed.add(name)
+                log.exception("a flowdbg plugin failed in %s; the run goes on", name)
 
     def refresh(self) -> None:
         """Recompute which observation hooks have implementations (after registering)."""
@@ -147,26 +162,24 @@ class Hooks:
 
     def on_run_start(self, *, run: RunInfo) -> None:
         if self.has_run_start:
-            self._pm.hook.flowdbg_on_run_start(debugger=self._debugger, run=run)
+            self._observe("flowdbg_on_run_start", run=run)
 
     def on_event(self, *, event: Event) -> None:
         if self.has_event:
-            self._pm.hook.flowdbg_on_event(debugger=self._debugger, event=event)
+            self._observe("flowdbg_on_event", event=event)
 
     def on_stop(self, *, stop: Stop) -> None:
         if self.has_stop:
-            self._pm.hook.flowdbg_on_stop(debugger=self._debugger, stop=stop)
+            self._observe("flowdbg_on_stop", stop=stop)
 
     def on_resume(self, *, stop: Stop, action: str) -> None:
         if self.has_resume:
-            self._pm.hook.flowdbg_on_resume(debugger=self._debugger, stop=stop, action=action)
+            self._observe("flowdbg_on_resume", stop=stop, action=action)
 
     def on_log(self, *, breakpoint: Breakpoint, event: Event, message: str) -> None:
         if self.has_log:
-            self._pm.hook.flowdbg_on_log(
-                debugger=self._debugger, breakpoint=breakpoint, event=event, message=message
-            )
+            self._observe("flowdbg_on_log", breakpoint=breakpoint, event=event, message=message)
 
     def on_run_end(self, *, run: RunInfo) -> None:
         if self.has_run_end:
-            self._pm.hook.flowdbg_on_run_end(debugger=self._debugger, run=run)
+            self._observe("flowdbg_on_run_end", run=run)

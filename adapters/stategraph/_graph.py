@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
+
 from flowdbg.errors import FlowdbgError
 
 __all__ = [

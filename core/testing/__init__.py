@@ -23,7 +23,7 @@ Importing this module imports pytest; ``import flowdbg`` never imports it.
 
 from __future__ import annotations
 
-from flowdbg.testing._base import MODES, WAIT, SuiteBase, ThreadCall
+from flowdbg.testing._base import MODES, WAIT, SuiteBase, ThreadCall, requires
 from flowdbg.testing._breakpoints import (
     AbstractBreakpointTests,
     AbstractConditionTests,
@@ -68,6 +68,7 @@ __all__ = [
     "Scenario",
     "SuiteBase",
     "ThreadCall",
+    "requires",
 ]
 
 #: Every suite, for composing them all at once::

@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -14,12 +14,38 @@ import flowdbg
 from flowdbg.adapter import Capability
 from flowdbg.testing._fixtures import SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
 
-__all__ = ["MODES", "WAIT", "SuiteBase", "ThreadCall"]
+__all__ = ["MODES", "WAIT", "SuiteBase", "ThreadCall", "requires"]
 
 #: Seconds any wait that is expected to succeed may take before the test fails.
 WAIT = 10.0
 #: The ways a scenario is run under the debugger (``dbg.start(run)`` / ``dbg.start(arun)``).
 MODES = ("sync", "async")
+
+
+_REQUIRES = "_flowdbg_requires"
+
+_T = TypeVar("_T")
+
+
+def requires(*capabilities: Capability) -> Callable[[_T], _T]:
+    """Mark a test method, or every test method defined in a suite class, as needing
+    ``capabilities``; the test is skipped with the reason when the adapter lacks one.
+
+    Marking methods rather than using a class-wide fixture keeps the requirement with the tests
+    of that suite when several suites are composed into one class.
+    """
+
+    def mark(obj: _T) -> _T:
+        targets = (
+            [v for k, v in vars(obj).items() if k.startswith("test") and callable(v)]
+            if isinstance(obj, type)
+            else [obj]
+        )
+        for fn in targets:
+            setattr(fn, _REQUIRES, (*getattr(fn, _REQUIRES, ()), *capabilities))
+        return obj
+
+    return mark
 
 
 class ThreadCall:
@@ -138,6 +164,7 @@ class SuiteBase(AdapterFixtures):
         info = self.adapter_info()
         if not info.available:
             pytest.skip(f"adapter {self.adapter!r} is unavailable: {info.reason}")
+        self.require(*getattr(request.function, _REQUIRES, ()))
         harness = _Harness()
         request.instance._harness = harness
         yield

@@ -8,7 +8,7 @@ import pytest
 
 import flowdbg
 from flowdbg import Capability, StopReason
-from flowdbg.testing._base import WAIT, SuiteBase
+from flowdbg.testing._base import WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED
 
 __all__ = [
@@ -23,12 +23,9 @@ __all__ = [
 _BOOM = "boom at x=2"
 
 
+@requires(Capability.EXCEPTIONS)
 class AbstractExceptionTests(SuiteBase):
     """Exception breakpoints stop at the failing unit; the original exception goes on."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_exceptions(self) -> None:
-        self.require(Capability.EXCEPTIONS)
 
     def _undebugged_error(self) -> BaseException:
         scn = self.scenario("failing")
@@ -296,12 +293,9 @@ class AbstractSteppingTests(SuiteBase):
         assert self.finish(run, scn) == EXPECTED["nested"]
 
 
+@requires(Capability.STATE_EDITING)
 class AbstractStateEditingTests(SuiteBase):
     """Edits at before stops reach the unit's input; at after stops, what the unit commits."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_editing(self) -> None:
-        self.require(Capability.STATE_EDITING)
 
     def test_edit_input_before_a_unit(self, dbg: flowdbg.Debugger, mode: str) -> None:
         scn = self.scenario("linear")
@@ -430,12 +424,9 @@ class AbstractStateEditingTests(SuiteBase):
         assert self.finish(run, scn) == EXPECTED["linear"]
 
 
+@requires(Capability.PAUSE)
 class AbstractPauseTests(SuiteBase):
     """pause() stops a running branch at its next point."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_pause(self) -> None:
-        self.require(Capability.PAUSE)
 
     def test_pause_stops_at_the_next_point(self, dbg: flowdbg.Debugger, mode: str) -> None:
         scn = self.scenario("slow")
@@ -456,12 +447,9 @@ class AbstractPauseTests(SuiteBase):
         assert self.finish(run, scn) == EXPECTED["slow"]
 
 
+@requires(Capability.PARALLEL_BRANCHES)
 class AbstractParallelTests(SuiteBase):
     """A stop holds only its own branch; several stops can be open at once."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_parallel(self) -> None:
-        self.require(Capability.PARALLEL_BRANCHES)
 
     def _both_stopped(self, dbg: flowdbg.Debugger) -> dict[str, flowdbg.Stop]:
         stops = dbg.wait_for_stops(2, WAIT)
@@ -542,12 +530,9 @@ class AbstractParallelTests(SuiteBase):
         assert self.finish(run, scn) == EXPECTED["parallel"]
 
 
+@requires(Capability.TERMINATE)
 class AbstractTerminateTests(SuiteBase):
     """terminate() ends the run; its caller gets flowdbg.Terminated; the debugger goes on."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_terminate(self) -> None:
-        self.require(Capability.TERMINATE)
 
     def test_terminate_while_stopped(self, dbg: flowdbg.Debugger, mode: str) -> None:
         assert issubclass(flowdbg.Terminated, BaseException)

@@ -13,7 +13,7 @@ import pytest
 
 import flowdbg
 from flowdbg import Capability, StopReason
-from flowdbg.testing._base import MODES, WAIT, SuiteBase
+from flowdbg.testing._base import MODES, WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED, Scenario
 
 __all__ = ["AbstractAsyncTests", "AbstractTransparencyTests", "AbstractWaitTests"]
@@ -241,12 +241,9 @@ class AbstractWaitTests(SuiteBase):
         assert self.finish(run, scn) == dict(EXPECTED["nested"])
 
 
+@requires(Capability.ASYNC)
 class AbstractAsyncTests(SuiteBase):
     """A stop in async code suspends only its task, never the event loop."""
-
-    @pytest.fixture(autouse=True)
-    def _requires_async(self) -> None:
-        self.require(Capability.ASYNC)
 
     def _arun(self, scn: Scenario) -> Callable[[Any], Awaitable[Any]]:
         fn = self.entry(scn, "async")

@@ -226,3 +226,17 @@ def test_register_commands_hook_adds_cli_commands() -> None:
     group = click.Group("flowdbg")
     dbg._hooks.register_commands(group)
     assert "hello" in group.commands
+
+
+def test_a_failing_observer_is_logged_and_the_run_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Broken:
+        @flowdbg.hookimpl
+        def flowdbg_on_event(self, event: Any) -> None:
+            raise RuntimeError("observer bug")
+
+    dbg = flowdbg.Debugger(plugins=[Broken()])
+    app = dbg.attach(linear_graph())
+    assert app.invoke({"x": 1}) == {"x": 20}
+    assert caplog.text.count("failed in flowdbg_on_event") == 1

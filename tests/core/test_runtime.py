@@ -404,3 +404,14 @@ def test_status_lists_stops_and_runs(dbg: flowdbg.Debugger) -> None:
     assert json.loads(json.dumps(status.to_dict()))["stops"][0]["id"] == stop.id
     dbg.resume()
     run.result(T)
+
+
+def test_summary_lists_keys_with_type_and_size(dbg: flowdbg.Debugger) -> None:
+    dbg.break_before("a")
+    run = dbg.start(run_units, dbg, ["a"], {"msgs": ["hi"] * 3, "big": "x" * 100_000})
+    assert dbg.wait_for_stop(T) is not None
+    rows = {r.key: r for r in dbg.summary()}
+    assert rows["msgs"].type == "list" and rows["msgs"].size == 3
+    assert rows["big"].size == 100_000 and len(rows["big"].preview) < 200
+    dbg.resume()
+    run.result(T)

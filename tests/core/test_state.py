@@ -10,6 +10,7 @@ from typing import Any
 
 import pydantic
 import pytest
+
 from flowdbg.errors import PathError
 from flowdbg.state import (
     Change,

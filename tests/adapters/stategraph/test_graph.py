@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from flowdbg.adapters.stategraph._graph import (
     CURRENT_TASK,
     END,

@@ -378,6 +378,14 @@ class Controller:
                     reason = StopReason.ENTRY
             if reason is None:
                 return None
+            reqs = self._steps.get(root.run_id)
+            if reqs:
+                # A stop on a branch ends any step still pending on that branch (DAP habit: a
+                # breakpoint hit while stepping over a nested graph cancels the step).
+                lineage = unit.lineage()
+                reqs[:] = [r for r in reqs if not _same_branch(r.lineage, lineage)]
+                if not reqs:
+                    del self._steps[root.run_id]
             if temporary:
                 self._bps = [b for b in self._bps if b.id not in temporary]
             stop = Stop(

@@ -41,6 +41,7 @@ from flowdbg.testing._control import (
 from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
 from flowdbg.testing._runs import (
     AbstractAsyncTests,
+    AbstractObserverTests,
     AbstractTransparencyTests,
     AbstractWaitTests,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "AbstractConditionTests",
     "AbstractExceptionTests",
     "AbstractLogpointTests",
+    "AbstractObserverTests",
     "AbstractParallelTests",
     "AbstractPauseTests",
     "AbstractStateEditingTests",
@@ -89,4 +91,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractTransparencyTests,
     AbstractWaitTests,
     AbstractAsyncTests,
+    AbstractObserverTests,
 )

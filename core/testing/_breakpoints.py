@@ -40,7 +40,9 @@ def _names(decision: Any) -> set[str]:
 class AbstractBreakpointTests(SuiteBase):
     """Node breakpoints: where they stop, what a stop shows, and that resuming is harmless."""
 
-    def test_break_before_stops_with_the_units_input(self, dbg: flowdbg.Debugger, mode: str) -> None:
+    def test_break_before_stops_with_the_units_input(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
         expected = self.undebugged(self.scenario("linear"))
         scn = self.scenario("linear")
         bp = dbg.break_before("b")
@@ -95,6 +97,23 @@ class AbstractBreakpointTests(SuiteBase):
         run = self.launch(dbg, scn)
         assert self.resume_until_done(dbg, run) == ["b", "c"]
         assert self.finish(run, scn) == EXPECTED["linear"]
+
+    def test_kind_filter(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("b", kind="tool")
+        dbg.break_after("b", kind="node")
+        run = self.launch(dbg, scn)
+        self.assert_at(self.wait_stop(dbg), "b", "after")
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == EXPECTED["linear"]
+
+    def test_break_on_event_single_steps_everything(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("nested")
+        dbg.break_on_event("*")
+        run = self.launch(dbg, scn)
+        assert self.resume_until_done(dbg, run) == ["pre", "sub", "inner1", "inner2", "post"]
+        assert self.finish(run, scn) == EXPECTED["nested"]
 
     def test_breakpoint_on_unknown_node_never_stops(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
@@ -304,7 +323,9 @@ class AbstractConditionTests(SuiteBase):
         [("3", [2]), (">=3", [2, 3, 4]), ("%2", [1, 3])],
         ids=["exactly-3", "from-3", "every-2nd"],
     )
-    def test_hit_condition(self, dbg: flowdbg.Debugger, hit_condition: str, counts: list[int]) -> None:
+    def test_hit_condition(
+        self, dbg: flowdbg.Debugger, hit_condition: str, counts: list[int]
+    ) -> None:
         assert self._counts_at_stops(dbg, hit_condition=hit_condition) == counts
 
     def test_hit_condition_combines_with_condition(self, dbg: flowdbg.Debugger) -> None:
@@ -413,9 +434,7 @@ class AbstractLogpointTests(SuiteBase):
         self.wait_no_stop(dbg)
         assert self.finish(run, scn) == EXPECTED["linear"]
         assert self._logged(caplog) == ["x is 2"]
-        assert [r.levelno for r in caplog.records if r.name == "flowdbg.logpoint"] == [
-            logging.INFO
-        ]
+        assert [r.levelno for r in caplog.records if r.name == "flowdbg.logpoint"] == [logging.INFO]
         assert collector.calls == [(bp.id, "b", "before", "x is 2")]
 
     def test_logpoint_after(self, dbg: flowdbg.Debugger, caplog: pytest.LogCaptureFixture) -> None:

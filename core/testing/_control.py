@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 _BOOM = "boom at x=2"
+_Types = tuple["type[BaseException] | str", ...]
 
 
 @requires(Capability.EXCEPTIONS)
@@ -67,9 +68,9 @@ class AbstractExceptionTests(SuiteBase):
         [(ValueError,), ("ValueError",), ("Exception",), (KeyError, "ValueError")],
         ids=["class", "name", "base-class-name", "one-of-several"],
     )
-    def test_matching_type_stops(self, dbg: flowdbg.Debugger, types: tuple[object, ...]) -> None:
+    def test_matching_type_stops(self, dbg: flowdbg.Debugger, types: _Types) -> None:
         scn = self.scenario("failing")
-        dbg.break_on_exception(*types)  # type: ignore[arg-type]
+        dbg.break_on_exception(*types)
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "boom", "error", StopReason.EXCEPTION)
         dbg.resume()
@@ -77,11 +78,9 @@ class AbstractExceptionTests(SuiteBase):
             run.result(WAIT)
 
     @pytest.mark.parametrize("types", [(KeyError,), ("KeyError",), ("TimeoutError",)])
-    def test_other_type_does_not_stop(
-        self, dbg: flowdbg.Debugger, types: tuple[object, ...]
-    ) -> None:
+    def test_other_type_does_not_stop(self, dbg: flowdbg.Debugger, types: _Types) -> None:
         scn = self.scenario("failing")
-        dbg.break_on_exception(*types)  # type: ignore[arg-type]
+        dbg.break_on_exception(*types)
         run = self.launch(dbg, scn)
         self.wait_no_stop(dbg)
         with pytest.raises(ValueError, match=_BOOM):
@@ -274,9 +273,7 @@ class AbstractSteppingTests(SuiteBase):
         dbg.resume()
         assert self.finish(run, scn) == EXPECTED["nested"]
 
-    def test_breakpoint_hit_while_stepping_over_a_nested_graph(
-        self, dbg: flowdbg.Debugger
-    ) -> None:
+    def test_breakpoint_hit_while_stepping_over_a_nested_graph(self, dbg: flowdbg.Debugger) -> None:
         # stepping over "sub" does not hide a breakpoint inside it
         scn = self.scenario("nested")
         dbg.break_before("sub")
@@ -481,9 +478,7 @@ class AbstractParallelTests(SuiteBase):
         self.wait_no_stop(dbg)
         assert self.finish(run, scn) == EXPECTED["parallel"]
 
-    def test_other_branch_runs_while_one_is_stopped(
-        self, dbg: flowdbg.Debugger, mode: str
-    ) -> None:
+    def test_other_branch_runs_while_one_is_stopped(self, dbg: flowdbg.Debugger, mode: str) -> None:
         scn = self.scenario("parallel")
         dbg.break_before("p1")
         dbg.break_after("p2")

@@ -22,9 +22,11 @@ class Scenario:
 
     :param target: what :meth:`flowdbg.Debugger.attach` receives (a compiled graph, a workflow,
         an agent...).
-    :param run: the synchronous entry point, ``run(input) -> raw result`` (e.g. ``app.invoke``).
-    :param arun: the asynchronous entry point (e.g. ``app.ainvoke``), or ``None`` when the
-        framework has none.
+    :param run: the synchronous entry point, ``run(input) -> raw result``, e.g.
+        ``lambda s: app.invoke(s)``. Look the method up at call time: ``attach`` may instrument
+        the target's own methods, which a bound method taken earlier would bypass.
+    :param arun: the asynchronous entry point (e.g. ``lambda s: app.ainvoke(s)``), or ``None``
+        when the framework has none.
     :param input: the canonical input.
     :param normalize: turns a raw result into the canonical ``dict`` that tests compare.
     :param started: slow scenario only: set once the slow unit has started.

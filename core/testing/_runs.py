@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import flowdbg
@@ -16,7 +18,12 @@ from flowdbg import Capability, StopReason
 from flowdbg.testing._base import MODES, WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED, Scenario
 
-__all__ = ["AbstractAsyncTests", "AbstractTransparencyTests", "AbstractWaitTests"]
+__all__ = [
+    "AbstractAsyncTests",
+    "AbstractObserverTests",
+    "AbstractTransparencyTests",
+    "AbstractWaitTests",
+]
 
 #: Scenarios whose run completes normally, for the transparency tests.
 _COMPLETING = ("linear", "loop", "branch_positive", "branch_negative", "parallel", "nested")
@@ -231,6 +238,16 @@ class AbstractWaitTests(SuiteBase):
             self.wait_no_stop(dbg)
             assert self.finish(run, scn) == dict(EXPECTED["linear"])
 
+    def test_idle_timeout_resumes_a_forgotten_stop(self, caplog: pytest.LogCaptureFixture) -> None:
+        dbg = self.debugger(idle_timeout=0.2)
+        scn = self.scenario("linear")
+        bp = dbg.break_before("b")
+        run = self.launch(dbg, scn)
+        # nobody resumes: the stop lets go by itself
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+        assert bp.hits == 1
+        assert dbg.stops == []
+
     def test_stop_on_entry_ignores_nested_runs(self) -> None:
         dbg = self.debugger(stop_on_entry=True)
         scn = self.scenario("nested")
@@ -278,12 +295,16 @@ class AbstractAsyncTests(SuiteBase):
                 finally:
                     done.set()
 
+            async def other() -> None:
+                await anyio.lowlevel.checkpoint()
+                other_ran.set()
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(user)
                 stop = await dbg.wait_for_stop_async(WAIT)
                 out["stop"] = stop
                 # the loop keeps running other tasks while `user` is held
-                tg.start_soon(other_ran.set)
+                tg.start_soon(other)
                 with anyio.fail_after(WAIT):
                     await other_ran.wait()
                 out["held"] = not done.is_set()
@@ -374,3 +395,157 @@ class AbstractAsyncTests(SuiteBase):
         self.assert_at(out["step"], "inner2", "before", StopReason.STEP, depth=1)
         assert out["end"] is None
         assert self.finish(run, scn) == dict(EXPECTED["nested"])
+
+
+class _Recorder:
+    """A plugin recording everything the observation hooks report."""
+
+    def __init__(self) -> None:
+        self.events: list[flowdbg.Event] = []
+        self.started: list[flowdbg.RunInfo] = []
+        self.ended: list[flowdbg.RunInfo] = []
+        self.stops: list[str] = []
+        self.resumes: list[tuple[str, str]] = []
+
+    @flowdbg.hookimpl
+    def flowdbg_on_event(self, event: flowdbg.Event) -> None:
+        self.events.append(event)
+
+    @flowdbg.hookimpl
+    def flowdbg_on_run_start(self, run: flowdbg.RunInfo) -> None:
+        self.started.append(run)
+
+    @flowdbg.hookimpl
+    def flowdbg_on_run_end(self, run: flowdbg.RunInfo) -> None:
+        self.ended.append(run)
+
+    @flowdbg.hookimpl
+    def flowdbg_on_stop(self, stop: flowdbg.Stop) -> None:
+        self.stops.append(stop.id)
+
+    @flowdbg.hookimpl
+    def flowdbg_on_resume(self, stop: flowdbg.Stop, action: str) -> None:
+        self.resumes.append((stop.id, action))
+
+    def points(self) -> list[tuple[str, str]]:
+        return [(e.location.node, e.location.position) for e in self.events]
+
+
+class AbstractObserverTests(SuiteBase):
+    """What plugins observe: the event stream (ARCHITECTURE §2) and run/stop hooks."""
+
+    def _observed(self) -> tuple[flowdbg.Debugger, _Recorder]:
+        recorder = _Recorder()
+        return self.debugger(plugins=[recorder]), recorder
+
+    def test_event_stream_of_a_run(self, mode: str) -> None:
+        dbg, rec = self._observed()
+        scn = self.scenario("linear")
+        run = self.launch(dbg, scn, mode)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+
+        assert rec.points() == [
+            ("a", "before"),
+            ("a", "after"),
+            ("b", "before"),
+            ("b", "after"),
+            ("c", "before"),
+            ("c", "after"),
+        ]
+        locs = [e.location for e in rec.events]
+        assert {loc.framework for loc in locs} == {self.adapter}
+        assert {loc.kind for loc in locs} == {"node"}
+        assert {loc.run_id for loc in locs} == {run.run_id}
+        assert all(loc.path == () and loc.attempt == 1 for loc in locs)
+        steps = [loc.step for loc in locs]
+        assert steps[0::2] == steps[1::2], "before and after of one unit share its step"
+        assert steps[0] < steps[2] < steps[4]
+        assert rec.events[2].state["x"] == 2  # before b
+        assert json.loads(json.dumps(rec.events[3].to_dict()))["location"]["node"] == "b"
+
+    def test_error_event(self) -> None:
+        self.require(Capability.EXCEPTIONS)
+        dbg, rec = self._observed()
+        scn = self.scenario("failing")
+        run = self.launch(dbg, scn)
+        self.wait_no_stop(dbg)
+        with pytest.raises(ValueError):
+            run.result(WAIT)
+        assert rec.points() == [
+            ("a", "before"),
+            ("a", "after"),
+            ("boom", "before"),
+            ("boom", "error"),
+        ]
+        error = rec.events[-1].error
+        assert isinstance(error, ValueError) and str(error) == "boom at x=2"
+        (ended,) = rec.ended
+        assert ended.status == flowdbg.RunStatus.FAILED
+        assert isinstance(ended.error, ValueError)
+
+    def test_nested_run_is_a_child_run(self, mode: str) -> None:
+        dbg, rec = self._observed()
+        scn = self.scenario("nested")
+        run = self.launch(dbg, scn, mode)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["nested"])
+
+        assert len(rec.started) == 2, rec.started
+        root, child = rec.started
+        assert root.run_id == run.run_id
+        assert root.parent_run_id is None and root.path == ()
+        assert child.parent_run_id == root.run_id
+        assert child.root_run_id == root.run_id
+        assert child.path == ("sub",)
+        assert {r.run_id: r.status for r in rec.ended} == {
+            root.run_id: flowdbg.RunStatus.COMPLETED,
+            child.run_id: flowdbg.RunStatus.COMPLETED,
+        }
+        inner = [e.location for e in rec.events if e.location.node.startswith("inner")]
+        assert inner and all(
+            loc.run_id == child.run_id and loc.parent_run_id == root.run_id for loc in inner
+        )
+
+    def test_parallel_events_carry_branches(self) -> None:
+        dbg, rec = self._observed()
+        scn = self.scenario("parallel")
+        run = self.launch(dbg, scn)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["parallel"])
+        before = {
+            e.location.node: e.location for e in rec.events if e.location.position == "before"
+        }
+        assert set(before) == {"fan", "p1", "p2", "join"}
+        p1, p2 = before["p1"], before["p2"]
+        assert p1.branch is not None and p1.branch != p2.branch
+        assert p1.superstep is not None and p1.superstep == p2.superstep
+        assert before["fan"].superstep < p1.superstep < before["join"].superstep
+
+    def test_stop_and_resume_hooks(self) -> None:
+        dbg, rec = self._observed()
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        run = self.launch(dbg, scn)
+        first = self.wait_stop(dbg)
+        dbg.step_over()
+        second = self.wait_stop(dbg)
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+        assert rec.stops == [first.id, second.id]
+        assert rec.resumes == [(first.id, "step_over"), (second.id, "continue")]
+
+    def test_terminated_run_status(self) -> None:
+        self.require(Capability.TERMINATE)
+        dbg, rec = self._observed()
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        dbg.terminate()
+        with pytest.raises(flowdbg.Terminated):
+            run.result(WAIT)
+        (ended,) = rec.ended
+        assert ended.status == flowdbg.RunStatus.TERMINATED
+        assert rec.resumes == [(stop.id, "terminate")]

@@ -13,6 +13,7 @@ from flowdbg.testing import (
     AbstractConditionTests,
     AbstractExceptionTests,
     AbstractLogpointTests,
+    AbstractObserverTests,
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractStateEditingTests,
@@ -32,7 +33,15 @@ SLOW_LIMIT = 10.0
 
 
 def _scenario(app: Any, input: State, **extra: Any) -> Scenario:
-    return Scenario(target=app, run=app.invoke, arun=app.ainvoke, input=input, **extra)
+    # Look the entry points up at call time: attach instruments the graph's own invoke/ainvoke,
+    # so a bound method taken before attach would bypass the debugger.
+    return Scenario(
+        target=app,
+        run=lambda state: app.invoke(state),
+        arun=lambda state: app.ainvoke(state),
+        input=input,
+        **extra,
+    )
 
 
 class StateGraphFixtures(AdapterFixtures):
@@ -67,7 +76,8 @@ class StateGraphFixtures(AdapterFixtures):
         g.add_node("neg", lambda s: {"sign": "-"})
         g.set_entry_point("start")
         g.add_conditional_edges(
-            "start", lambda s: "positive" if s["x"] > 0 else "negative",
+            "start",
+            lambda s: "positive" if s["x"] > 0 else "negative",
             {"positive": "pos", "negative": "neg"},
         )
         g.add_edge("pos", END)
@@ -185,4 +195,8 @@ class TestStateGraphWait(StateGraphFixtures, AbstractWaitTests):
 
 
 class TestStateGraphAsync(StateGraphFixtures, AbstractAsyncTests):
+    pass
+
+
+class TestStateGraphObservers(StateGraphFixtures, AbstractObserverTests):
     pass

@@ -58,6 +58,8 @@ class RunScope:
     __slots__ = (
         "_counter",
         "_ended",
+        "_is_frame",
+        "_path",
         "ctl",
         "entered",
         "info",
@@ -66,15 +68,29 @@ class RunScope:
         "terminated",
     )
 
-    def __init__(self, ctl: Controller, info: RunInfo, parent_unit: Unit | None) -> None:
+    def __init__(
+        self,
+        ctl: Controller,
+        info: RunInfo,
+        parent_unit: Unit | None,
+        *,
+        frame_of: RunScope | None = None,
+    ) -> None:
         self.ctl = ctl
         self.info = info
         self.parent_unit = parent_unit
         self.root: RunScope = self if parent_unit is None else parent_unit.run.root
         self.terminated = False
         self.entered = False
-        self._counter = itertools.count(1)
         self._ended = False
+        self._is_frame = frame_of is not None
+        if frame_of is None:
+            self._counter = itertools.count(1)
+            self._path = info.path
+        else:  # a frame inside a unit of the same run: same run id and step counter
+            assert parent_unit is not None
+            self._counter = frame_of._counter
+            self._path = (*parent_unit.run._path, parent_unit.node)
 
     @property
     def run_id(self) -> str:
@@ -83,8 +99,13 @@ class RunScope:
 
     @property
     def path(self) -> tuple[str, ...]:
-        """Names of the units enclosing this run, from the root run down."""
-        return self.info.path
+        """Names of the units enclosing this scope's units, from the root run down."""
+        return self._path
+
+    @property
+    def is_frame(self) -> bool:
+        """Whether this scope is a frame inside a unit of the same run (see :meth:`Unit.frame`)."""
+        return self._is_frame
 
     def unit(
         self,
@@ -107,8 +128,9 @@ class RunScope:
         return Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
 
     def end(self, *, output: Any = None, error: BaseException | None = None) -> None:
-        """Close the run with its output or the exception that ended it. Idempotent."""
-        if self._ended:
+        """Close the run with its output or the exception that ended it. Idempotent; a no-op
+        for a frame."""
+        if self._ended or self.is_frame:
             return
         self._ended = True
         self.ctl.end_run(self, output=output, error=error)
@@ -121,6 +143,7 @@ class Unit:
     """One execution of a unit, reported by an adapter."""
 
     __slots__ = (
+        "_frame",
         "_token",
         "attempt",
         "branch",
@@ -151,11 +174,21 @@ class Unit:
         self.attempt = attempt
         self.state_before: Any = None
         self._token: contextvars.Token[Unit | None] | None = None
+        self._frame: RunScope | None = None
 
     @property
     def depth(self) -> int:
         """Nesting depth of the unit (0 in a top-level run)."""
-        return len(self.run.info.path)
+        return len(self.run._path)
+
+    def frame(self) -> RunScope:
+        """A scope for units nested inside this one within the same run (the tool and model
+        calls a node makes): they get this unit's name appended to their ``path``, so they sit
+        one level deeper for stepping, and share the run's id and step counter."""
+        frame = self._frame
+        if frame is None:
+            frame = self._frame = RunScope(self.run.ctl, self.run.info, self, frame_of=self.run)
+        return frame
 
     def location(self, position: str) -> Location:
         """The unit's :class:`Location` at ``position``."""
@@ -164,7 +197,7 @@ class Unit:
             framework=info.framework,
             run_id=info.run_id,
             parent_run_id=info.parent_run_id,
-            path=info.path,
+            path=self.run._path,
             node=self.node,
             kind=self.kind,
             position=position,
@@ -298,7 +331,7 @@ def new_run_info(
         name=name,
         parent_run_id=pinfo.run_id,
         root_run_id=pinfo.root_run_id,
-        path=(*pinfo.path, parent.node),
+        path=(*parent.run.path, parent.node),
         status=RunStatus.RUNNING,
         input=input,
     )

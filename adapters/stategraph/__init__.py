@@ -17,8 +17,11 @@ from flowdbg.adapters.stategraph._graph import (
     GraphRecursionError,
     InvalidGraphError,
     InvalidUpdateError,
+    Model,
     StateGraph,
     StateGraphError,
+    Tool,
+    tool,
 )
 from flowdbg.plugins import hookimpl
 
@@ -29,9 +32,12 @@ __all__ = [
     "GraphRecursionError",
     "InvalidGraphError",
     "InvalidUpdateError",
+    "Model",
     "StateGraph",
     "StateGraphAdapter",
     "StateGraphError",
+    "Tool",
+    "tool",
 ]
 
 

@@ -2,25 +2,31 @@
 
 How it hooks in (the pattern other adapters follow):
 
-- ``invoke``/``ainvoke`` are overridden on the *instance* to open a run around the original
-  method (:meth:`flowdbg.Debugger.begin_run`); a graph invoked inside a node of another attached
-  graph becomes its child run, because the node's unit is current in that context.
+- the graph's run interceptor (``CompiledGraph.interceptor``, the engine's counterpart of a
+  framework callback) opens a run around every ``invoke``/``ainvoke``
+  (:meth:`flowdbg.Debugger.begin_run`); a graph invoked inside a node of another attached graph
+  becomes its child run, because the node's unit is current in that context. Being consulted by
+  the engine, it also catches ``run = app.invoke`` bound before attaching.
 - every entry of ``CompiledGraph.nodes`` is replaced by a wrapper with the same interface that
   reports ``before``/``after``/``error`` of a :class:`flowdbg.Unit`, taking superstep, branch and
   attempt from the engine's task context, and the routing decision from ``Task.route``.
-- detach puts the original node objects back and deletes the instance attributes, so the graph
-  is exactly as before.
+- during a run, the engine's call interceptor reports every :class:`Tool` and :class:`Model`
+  call a node makes as a unit of kind ``tool`` or ``llm`` in the node's frame (one level deeper),
+  with the arguments as its editable input.
+- detach puts the original node objects back and clears the interceptor, so the graph is
+  exactly as before.
 """
 
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
-from flowdbg.runtime import Unit
+from flowdbg.runtime import Unit, current_unit
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -37,10 +43,17 @@ _MARK = "_flowdbg_attachment"
 class _Attachment:
     """What attach changed on one compiled graph, to undo it exactly."""
 
-    def __init__(self, debugger: Debugger, nodes: dict[str, Any], owned_subgraphs: list[Any]):
+    def __init__(
+        self,
+        debugger: Debugger,
+        nodes: dict[str, Any],
+        owned_subgraphs: list[Any],
+        interceptor: Any,
+    ) -> None:
         self.debugger = debugger
         self.original_nodes = nodes
         self.owned_subgraphs = owned_subgraphs
+        self.original_interceptor = interceptor
 
 
 class _NodeHook:
@@ -143,6 +156,9 @@ class StateGraphAdapter(Adapter):
             Capability.TERMINATE,
             Capability.PAUSE,
             Capability.DESCRIBE,
+            Capability.TOOL_CALLS,
+            Capability.TOOL_ARG_EDITING,
+            Capability.LLM_CALLS,
         }
     )
 
@@ -167,9 +183,8 @@ class StateGraphAdapter(Adapter):
         original = dict(target.nodes)
         for name, node in original.items():
             target.nodes[name] = _NodeHook(node, debugger)
-        target.__dict__[_MARK] = _Attachment(debugger, original, owned)
-        target.invoke = _run_wrapper(target, debugger, type(target).invoke.__get__(target))
-        target.ainvoke = _arun_wrapper(target, debugger, type(target).ainvoke.__get__(target))
+        target.__dict__[_MARK] = _Attachment(debugger, original, owned, target.interceptor)
+        target.interceptor = _Reporter(debugger)
 
     def detach(self, target: Any) -> None:
         att: _Attachment | None = target.__dict__.pop(_MARK, None)
@@ -177,8 +192,7 @@ class StateGraphAdapter(Adapter):
             return
         target.nodes.clear()
         target.nodes.update(att.original_nodes)
-        target.__dict__.pop("invoke", None)
-        target.__dict__.pop("ainvoke", None)
+        target.interceptor = att.original_interceptor
         for sub in att.owned_subgraphs:
             self.detach(sub)
 
@@ -187,39 +201,82 @@ class StateGraphAdapter(Adapter):
         return description
 
 
-def _run_wrapper(graph: Any, debugger: Debugger, original: Any) -> Any:
-    def invoke(state: Any, *args: Any, **kwargs: Any) -> Any:
-        scope = debugger.begin_run(framework="stategraph", name=graph.name, input=state)
+class _Reporter:
+    """The run and call interceptor the adapter installs on an attached graph."""
+
+    def __init__(self, debugger: Debugger) -> None:
+        self._dbg = debugger
+
+    # -- runs --
+
+    def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
+        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
         token = _RUN.set(scope)
+        calls = _graph.CALL_INTERCEPTOR.set(self)
         try:
-            out = original(state, *args, **kwargs)
+            out = proceed(state)
         except BaseException as exc:
             scope.end(error=exc)
             raise
         finally:
+            _graph.CALL_INTERCEPTOR.reset(calls)
             _RUN.reset(token)
         scope.end(output=out)
         return out
 
-    invoke.__wrapped__ = original  # type: ignore[attr-defined]
-    invoke.__doc__ = original.__doc__
-    return invoke
-
-
-def _arun_wrapper(graph: Any, debugger: Debugger, original: Any) -> Any:
-    async def ainvoke(state: Any, *args: Any, **kwargs: Any) -> Any:
-        scope = debugger.begin_run(framework="stategraph", name=graph.name, input=state)
+    async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
+        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
         token = _RUN.set(scope)
+        calls = _graph.CALL_INTERCEPTOR.set(self)
         try:
-            out = await original(state, *args, **kwargs)
+            out = await proceed(state)
         except BaseException as exc:
             scope.end(error=exc)
             raise
         finally:
+            _graph.CALL_INTERCEPTOR.reset(calls)
             _RUN.reset(token)
         scope.end(output=out)
         return out
 
-    ainvoke.__wrapped__ = original  # type: ignore[attr-defined]
-    ainvoke.__doc__ = original.__doc__
-    return ainvoke
+    # -- tool and model calls made by a node --
+
+    def _call_unit(self, target: Any) -> tuple[Unit, Unit] | None:
+        parent = current_unit()
+        if parent is None or parent.run.ctl is not self._dbg._ctl:
+            return None
+        return parent.frame().unit(target.name, kind=target.kind), parent
+
+    def call(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:
+        found = self._call_unit(target)
+        if found is None:
+            return proceed(args)
+        unit, parent = found
+        state = parent.state_before
+        args = unit.before(state=state, input=args)
+        try:
+            result = proceed(args)
+        except Exception as exc:
+            unit.error(exc, state=state)
+            raise
+        except BaseException:
+            unit.discard()
+            raise
+        return unit.after(output=result, state=state)
+
+    async def acall(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:
+        found = self._call_unit(target)
+        if found is None:
+            return await proceed(args)
+        unit, parent = found
+        state = parent.state_before
+        args = await unit.abefore(state=state, input=args)
+        try:
+            result = await proceed(args)
+        except Exception as exc:
+            await unit.aerror(exc, state=state)
+            raise
+        except BaseException:
+            unit.discard()
+            raise
+        return await unit.aafter(output=result, state=state)

@@ -34,7 +34,7 @@ import asyncio
 import contextvars
 import inspect
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -45,19 +45,26 @@ import anyio.to_thread
 from flowdbg.errors import FlowdbgError
 
 __all__ = [
+    "CALL_INTERCEPTOR",
     "CURRENT_TASK",
     "END",
     "START",
     "Branch",
+    "Call",
+    "CallInterceptor",
     "CompiledGraph",
     "GraphRecursionError",
     "InvalidGraphError",
     "InvalidUpdateError",
+    "Model",
     "Node",
     "NodeLike",
+    "RunInterceptor",
     "StateGraph",
     "StateGraphError",
     "Task",
+    "Tool",
+    "tool",
 ]
 
 START = "__start__"
@@ -396,6 +403,9 @@ class CompiledGraph:
         self.branches: dict[str, list[Branch]] = {src: list(bs) for src, bs in branches.items()}
         self.reducers: dict[str, Reducer] = dict(reducers)
         self.step_limit = step_limit
+        #: wraps every invoke/ainvoke of this graph (an observer such as the debugger sets it);
+        #: it lives on the instance, so even ``run = app.invoke`` taken earlier goes through it
+        self.interceptor: RunInterceptor | None = None
         self.entry: tuple[str, ...] = tuple(dst for src, dst in self.edges if src == START)
         static: dict[str, list[str]] = {}
         for src, dst in self.edges:
@@ -479,6 +489,12 @@ class CompiledGraph:
         :raises BaseException: the exception of the first failing node of a superstep (in
             superstep order), unchanged, after all nodes of that superstep finished.
         """
+        interceptor = self.interceptor
+        if interceptor is None:
+            return self._invoke(state, step_limit)
+        return interceptor.run(self, state, lambda s: self._invoke(s, step_limit))  # type: ignore[no-any-return]
+
+    def _invoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)
         values = _input_state(state)
         parent = CURRENT_TASK.get()
@@ -511,6 +527,12 @@ class CompiledGraph:
         :raises BaseException: the exception of the first failing node of a superstep (in
             superstep order), unchanged, after all nodes of that superstep finished.
         """
+        interceptor = self.interceptor
+        if interceptor is None:
+            return await self._ainvoke(state, step_limit)
+        return await interceptor.arun(self, state, lambda s: self._ainvoke(s, step_limit))  # type: ignore[no-any-return]
+
+    async def _ainvoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)
         values = _input_state(state)
         parent = CURRENT_TASK.get()
@@ -979,3 +1001,132 @@ def _raise_first(outcomes: list[_Outcome]) -> list[Mapping[str, Any] | None]:
         if exc is not None:
             raise exc
     return [update for update, _ in outcomes]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools and models: what a node calls. Observers (the debugger) see each call through the
+# CALL_INTERCEPTOR context variable, the way LangChain callbacks see tool and model calls.
+# ---------------------------------------------------------------------------------------------
+
+
+class RunInterceptor(Protocol):
+    """Wraps every run of one :class:`CompiledGraph` (see :attr:`CompiledGraph.interceptor`)."""
+
+    def run(
+        self,
+        graph: CompiledGraph,
+        state: Mapping[str, Any],
+        proceed: Callable[[Mapping[str, Any]], dict[str, Any]],
+    ) -> Any:
+        """Run ``proceed(state)`` and return its result."""
+        ...
+
+    async def arun(
+        self,
+        graph: CompiledGraph,
+        state: Mapping[str, Any],
+        proceed: Callable[[Mapping[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> Any:
+        """Async form of :meth:`run`."""
+        ...
+
+
+class CallInterceptor(Protocol):
+    """Wraps every :class:`Tool` and :class:`Model` call made in its context."""
+
+    def call(
+        self, target: Call, args: dict[str, Any], proceed: Callable[[dict[str, Any]], Any]
+    ) -> Any:
+        """Run ``proceed(args)`` (maybe with other arguments) and return its result."""
+        ...
+
+    async def acall(
+        self,
+        target: Call,
+        args: dict[str, Any],
+        proceed: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        """Async form of :meth:`call`."""
+        ...
+
+
+#: The interceptor for tool and model calls made in this context, if any.
+CALL_INTERCEPTOR: contextvars.ContextVar[CallInterceptor | None] = contextvars.ContextVar(
+    "stategraph_call_interceptor", default=None
+)
+
+
+class Call:
+    """Something a node calls with keyword arguments: a tool, or a model.
+
+    :param fn: the function, called as ``fn(**args)``; sync or ``async def``.
+    :param name: the call's name (default: ``fn.__name__``).
+    """
+
+    #: unit kind reported to observers
+    kind = "call"
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"{type(self).__name__} needs a callable, got {fn!r}")
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", type(self).__name__.lower())
+        self.is_async = _is_async_callable(fn)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def __call__(self, **args: Any) -> Any:
+        """Call synchronously: ``search(query="x")``."""
+        return self.invoke(args)
+
+    def invoke(self, args: Mapping[str, Any]) -> Any:
+        """Call synchronously with an argument mapping."""
+        interceptor = CALL_INTERCEPTOR.get()
+        if interceptor is None:
+            return self._run(dict(args))
+        return interceptor.call(self, dict(args), self._run)
+
+    async def ainvoke(self, args: Mapping[str, Any]) -> Any:
+        """Call from async code with an argument mapping."""
+        interceptor = CALL_INTERCEPTOR.get()
+        if interceptor is None:
+            return await self._arun(dict(args))
+        return await interceptor.acall(self, dict(args), self._arun)
+
+    def _run(self, args: dict[str, Any]) -> Any:
+        if self.is_async:
+            if _event_loop_running():
+                raise StateGraphError(
+                    f"{type(self).__name__.lower()} {self.name!r} is async; "
+                    "call it with `await ainvoke(args)` inside async nodes"
+                )
+            return asyncio.run(self.fn(**args))
+        return self.fn(**args)
+
+    async def _arun(self, args: dict[str, Any]) -> Any:
+        if self.is_async:
+            return await self.fn(**args)
+        return self.fn(**args)
+
+
+class Tool(Call):
+    """A tool a node calls, e.g. ``search(query="flights")``; observers see kind ``tool``."""
+
+    kind = "tool"
+
+
+class Model(Call):
+    """A chat model a node calls, e.g. ``llm(messages=[...])``; observers see kind ``llm``.
+
+    Any function of ``messages`` will do, so examples and tests use scripted stand-ins.
+    """
+
+    kind = "llm"
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
+    """Decorator making a function a :class:`Tool` (``@tool`` or ``@tool(name="x")``)."""
+    if fn is None:
+        return lambda f: Tool(f, name=name)
+    return Tool(fn, name=name)

@@ -45,6 +45,7 @@ from flowdbg.testing._runs import (
     AbstractTransparencyTests,
     AbstractWaitTests,
 )
+from flowdbg.testing._tools import AbstractToolTests
 
 __all__ = [
     "ALL_SUITES",
@@ -63,6 +64,7 @@ __all__ = [
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
+    "AbstractToolTests",
     "AbstractTransparencyTests",
     "AbstractWaitTests",
     "AbstractWatchTests",
@@ -92,4 +94,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractWaitTests,
     AbstractAsyncTests,
     AbstractObserverTests,
+    AbstractToolTests,
 )

@@ -153,6 +153,11 @@ class SuiteBase(AdapterFixtures):
     Every test gets a fresh :class:`flowdbg.Debugger` (fixture ``dbg``); runs, caller threads and
     attached targets are tracked and ended at teardown: open stops are terminated, slow units
     released, runs joined (with a timeout), targets detached.
+
+    The helper names defined here (``require``, ``debugger``, ``scenario``, ``entry``, ``launch``,
+    ``attach``, ``call_in_thread``, ``undebugged``, ``wait_stop``, ``wait_no_stop``, ``finish``,
+    ``resume_until_done``, ``assert_at``) and the fixtures ``dbg`` and ``mode`` are reserved:
+    an :class:`AdapterFixtures` subclass must not define methods of the same names.
     """
 
     _harness: _Harness
@@ -217,6 +222,7 @@ class SuiteBase(AdapterFixtures):
             "nested": self.build_nested,
             "failing": self.build_failing,
             "slow": self.build_slow,
+            "tools": self.build_tools,
         }
         try:
             scn = builders[name]()

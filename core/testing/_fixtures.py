@@ -55,6 +55,13 @@ EXPECTED: Mapping[str, Mapping[str, Any]] = _frozen(
     parallel={"items": ["p1", "p2"], "total": 2},
     nested={"x": 20, "z": 21, "done": True},
     slow={"x": 2, "y": 1},
+    tools={
+        "q": "flights",
+        "reply": "search, then clean up",
+        "found": "results for flights",
+        "ran": "ran rm -rf /tmp/cache",
+        "finished": True,
+    },
 )
 
 #: Scenarios that only make sense when the adapter declares a capability.
@@ -62,6 +69,7 @@ SCENARIO_CAPABILITIES: Mapping[str, Capability] = MappingProxyType(
     {
         "parallel": Capability.PARALLEL_BRANCHES,
         "nested": Capability.NESTING,
+        "tools": Capability.TOOL_CALLS,
     }
 )
 
@@ -102,6 +110,12 @@ class AdapterFixtures(abc.ABC):
     - failing: input ``{"x": 1}``; ``a``: x+1 -> ``boom`` raises ``ValueError(f"boom at x={x}")``.
     - slow: input ``{"x": 1}``; ``slow`` sets ``started``, blocks until ``release()`` (10 s at
       most), x+1 -> ``after``: y = 1.
+    - tools (agent frameworks; optional): input ``{"q": "flights"}``; ``agent`` calls the model
+      ``chat`` with ``messages=[{"role": "user", "content": q}]`` (a scripted model answering
+      ``"search, then clean up"``: reply), then the tool ``search(query=q)`` (returns
+      ``f"results for {query}"``: found), then the tool ``shell(cmd="rm -rf /tmp/cache")``
+      (returns ``f"ran {cmd}"``: ran) -> ``done``: finished = True. An adapter without model
+      units (no ``llm_calls``) may let ``agent`` call the model directly.
 
     A builder may raise :class:`NotImplementedError` for a scenario its framework cannot express;
     tests needing it are then skipped with that reason.
@@ -140,6 +154,13 @@ class AdapterFixtures(abc.ABC):
     @abc.abstractmethod
     def build_slow(self) -> Scenario:
         """Build the slow scenario: slow (blocks until released) -> after."""
+
+    def build_tools(self) -> Scenario:
+        """Build the tools scenario: agent (chat, search, shell calls) -> done.
+
+        Optional: the default raises :class:`NotImplementedError`, which skips the tool tests.
+        """
+        raise NotImplementedError("the fixtures build no tools scenario")
 
     def adapter_info(self) -> AdapterInfo:
         """The registered adapter's :class:`flowdbg.AdapterInfo` (looked up once per name).

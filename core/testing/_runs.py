@@ -273,7 +273,7 @@ class AbstractAsyncTests(SuiteBase):
         resume it; then the run is terminated and the test fails instead of hanging.
         """
         call = self.call_in_thread(functools.partial(anyio.run, main, backend="asyncio"))
-        if not call.wait(WAIT):
+        if not call.wait(3 * WAIT):
             dbg.terminate()
             pytest.fail("the event loop stayed blocked: a stop must suspend only its own task")
         return call.result()

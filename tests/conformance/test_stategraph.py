@@ -6,7 +6,7 @@ import operator
 import threading
 from typing import Any
 
-from flowdbg.adapters.stategraph import END, START, StateGraph
+from flowdbg.adapters.stategraph import END, START, Model, StateGraph, Tool
 from flowdbg.testing import (
     AbstractAsyncTests,
     AbstractBreakpointTests,
@@ -19,6 +19,7 @@ from flowdbg.testing import (
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
+    AbstractToolTests,
     AbstractTransparencyTests,
     AbstractWaitTests,
     AbstractWatchTests,
@@ -145,6 +146,25 @@ class StateGraphFixtures(AdapterFixtures):
         g.add_edge("after", END)
         return _scenario(g.compile(name="slow"), {"x": 1}, started=started, release=gate.set)
 
+    def build_tools(self) -> Scenario:
+        chat = Model(lambda messages: "search, then clean up", name="chat")
+        search = Tool(lambda query: f"results for {query}", name="search")
+        shell = Tool(lambda cmd: f"ran {cmd}", name="shell")
+
+        def agent(s: State) -> State:
+            reply = chat(messages=[{"role": "user", "content": s["q"]}])
+            found = search(query=s["q"])
+            ran = shell(cmd="rm -rf /tmp/cache")
+            return {"reply": reply, "found": found, "ran": ran}
+
+        g = StateGraph()
+        g.add_node("agent", agent)
+        g.add_node("done", lambda s: {"finished": True})
+        g.add_edge(START, "agent")
+        g.add_edge("agent", "done")
+        g.add_edge("done", END)
+        return _scenario(g.compile(name="tools"), {"q": "flights"})
+
 
 class TestStateGraphBreakpoints(StateGraphFixtures, AbstractBreakpointTests):
     pass
@@ -199,4 +219,8 @@ class TestStateGraphAsync(StateGraphFixtures, AbstractAsyncTests):
 
 
 class TestStateGraphObservers(StateGraphFixtures, AbstractObserverTests):
+    pass
+
+
+class TestStateGraphTools(StateGraphFixtures, AbstractToolTests):
     pass

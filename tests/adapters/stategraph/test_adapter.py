@@ -229,3 +229,60 @@ def test_own_event_loop_task_is_suspended_while_the_loop_runs() -> None:
         return results["out"]
 
     assert anyio.run(main) == {"x": 20, "z": 4, "done": True}
+
+
+def test_bound_invoke_taken_before_attach_is_still_debugged() -> None:
+    app = nested_graph()
+    invoke = app.invoke  # e.g. stored by the user's service at start-up
+    dbg = flowdbg.Debugger()
+    dbg.attach(app)
+    dbg.break_before("post")
+    run = dbg.start(invoke, {"x": 1})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "post"
+    dbg.resume()
+    assert run.result(T) == {"x": 20, "z": 21, "done": True}
+    dbg.detach(app)
+    assert app.interceptor is None
+
+
+def test_tools_outside_an_attached_run_are_plain_calls() -> None:
+    from flowdbg.adapters.stategraph import Tool, tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    dbg = flowdbg.Debugger()
+    dbg.break_on_tool("*")
+    assert add(a=1, b=2) == 3  # no run: nothing to stop
+    assert Tool(lambda: "x", name="t")() == "x"
+    assert dbg.stops == []
+
+
+def test_tool_error_stops_at_the_error_point_of_the_call() -> None:
+    from flowdbg.adapters.stategraph import Tool
+
+    broken = Tool(lambda path: open(path).read(), name="read_file")  # noqa: SIM115
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        return {"text": broken(path="/nonexistent/flowdbg/file")}
+
+    g = StateGraph(name="toolerr")
+    g.add_node("agent", agent)
+    g.set_entry_point("agent")
+    g.add_edge("agent", END)
+    dbg = flowdbg.Debugger()
+    app = dbg.attach(g.compile())
+    dbg.break_on_exception(FileNotFoundError)
+    run = dbg.start(app.invoke, {})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.kind == "tool"
+    assert stop.location.node == "read_file" and stop.location.position == "error"
+    assert stop.location.path == ("agent",)
+    dbg.resume()
+    stop = dbg.wait_for_stop(T)  # the same exception then leaves the node: its error point
+    assert stop is not None and stop.location.node == "agent"
+    dbg.resume()
+    with pytest.raises(FileNotFoundError):
+        run.result(T)

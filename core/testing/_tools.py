@@ -1,0 +1,141 @@
+"""Tool and model calls made inside a unit: breakpoints on them, argument edits, stepping."""
+
+from __future__ import annotations
+
+import flowdbg
+from flowdbg.adapter import Capability
+from flowdbg.stops import StopReason
+from flowdbg.testing._base import SuiteBase, requires
+from flowdbg.testing._fixtures import EXPECTED
+
+__all__ = ["AbstractToolTests"]
+
+
+@requires(Capability.TOOL_CALLS)
+class AbstractToolTests(SuiteBase):
+    """Tool calls are units of kind ``tool`` one level inside the unit that makes them."""
+
+    def test_tool_breakpoint_stops_before_a_call_whose_arguments_match(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        scn = self.scenario("tools")
+        bp = dbg.break_on_tool("shell", args_pattern=r"rm\s+-rf")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "shell", "before", StopReason.BREAKPOINT, depth=1)
+        assert stop.location.kind == "tool"
+        assert stop.location.path == ("agent",)
+        assert stop.breakpoints == (bp.id,)
+        assert dbg.inspect("cmd", source="input") == "rm -rf /tmp/cache"
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    def test_arguments_that_do_not_match_never_stop(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        bp = dbg.break_on_tool("shell", args_pattern=r"DROP\s+TABLE")
+        run = self.launch(dbg, scn)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+        assert bp.hits == 0
+
+    def test_tool_glob_and_condition_on_args(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("*", condition="args.get('query') == 'flights'")
+        run = self.launch(dbg, scn)
+        assert self.resume_until_done(dbg, run) == ["search"]
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    @requires(Capability.TOOL_ARG_EDITING)
+    def test_edited_arguments_reach_the_tool(self, dbg: flowdbg.Debugger, mode: str) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("shell")
+        run = self.launch(dbg, scn, mode)
+        self.wait_stop(dbg)
+        dbg.set("cmd", "ls /tmp/cache")
+        assert dbg.inspect("cmd", source="input") == "ls /tmp/cache"
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn)["ran"] == "ran ls /tmp/cache"
+
+    def test_after_a_tool_call_its_result_is_the_output(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        dbg.break_after("search", kind="tool")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "search", "after", depth=1)
+        assert stop.output == "results for flights"
+        dbg.set("", "no results")  # replace the whole result
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn)["found"] == "no results"
+
+    def test_step_over_from_the_unit_skips_its_calls(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        dbg.break_before("agent")
+        run = self.launch(dbg, scn)
+        self.assert_at(self.wait_stop(dbg), "agent", depth=0)
+        dbg.step_over()
+        self.assert_at(self.wait_stop(dbg), "done", "before", StopReason.STEP, depth=0)
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    def test_step_into_walks_the_calls(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        dbg.break_before("agent")
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        expected = [("search", "tool", 1), ("shell", "tool", 1), ("done", "node", 0)]
+        if Capability.LLM_CALLS in self.capabilities():
+            expected.insert(0, ("chat", "llm", 1))
+        seen = []
+        for _ in expected:
+            dbg.step_into()
+            stop = self.wait_stop(dbg)
+            assert stop.reason == StopReason.STEP
+            seen.append((stop.location.node, stop.location.kind, stop.location.depth))
+        assert seen == expected
+        dbg.resume()
+        self.resume_until_done(dbg, run)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    def test_step_out_of_a_call_returns_to_the_next_unit(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("search")
+        run = self.launch(dbg, scn)
+        self.assert_at(self.wait_stop(dbg), "search", depth=1)
+        dbg.step_out()
+        self.assert_at(self.wait_stop(dbg), "done", "before", StopReason.STEP, depth=0)
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    @requires(Capability.LLM_CALLS)
+    def test_model_calls_are_llm_units_with_their_messages(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        scn = self.scenario("tools")
+        dbg.break_before("*", kind="llm")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "chat", "before", depth=1)
+        assert stop.location.kind == "llm"
+        assert dbg.inspect("messages[-1].content", source="input") == "flights"
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    @requires(Capability.LLM_CALLS)
+    def test_a_model_reply_edited_after_the_call_is_what_the_unit_gets(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        dbg.break_after("chat", kind="llm")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        assert stop.output == "search, then clean up"
+        dbg.set("", "only search")
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn)["reply"] == "only search"

@@ -492,7 +492,7 @@ class CompiledGraph:
         interceptor = self.interceptor
         if interceptor is None:
             return self._invoke(state, step_limit)
-        return interceptor.run(self, state, lambda s: self._invoke(s, step_limit))  # type: ignore[no-any-return]
+        return interceptor.run(self, state, lambda s: self._invoke(s, step_limit))
 
     def _invoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)
@@ -530,7 +530,7 @@ class CompiledGraph:
         interceptor = self.interceptor
         if interceptor is None:
             return await self._ainvoke(state, step_limit)
-        return await interceptor.arun(self, state, lambda s: self._ainvoke(s, step_limit))  # type: ignore[no-any-return]
+        return await interceptor.arun(self, state, lambda s: self._ainvoke(s, step_limit))
 
     async def _ainvoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)

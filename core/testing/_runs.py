@@ -520,7 +520,9 @@ class AbstractObserverTests(SuiteBase):
         p1, p2 = before["p1"], before["p2"]
         assert p1.branch is not None and p1.branch != p2.branch
         assert p1.superstep is not None and p1.superstep == p2.superstep
-        assert before["fan"].superstep < p1.superstep < before["join"].superstep
+        fan, join = before["fan"].superstep, before["join"].superstep
+        assert fan is not None and join is not None
+        assert fan < p1.superstep < join
 
     def test_stop_and_resume_hooks(self) -> None:
         dbg, rec = self._observed()

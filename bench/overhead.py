@@ -59,7 +59,7 @@ def overhead(runs: int, rounds: int) -> dict[str, Any]:
     graphs["detached"] = (detached, None)
     for variant in ("attached", "attached_nomatch", "attached_false_condition"):
         app = linear_graph()
-        dbg = flowdbg.Debugger()
+        dbg = flowdbg.Debugger(record=False)  # recording has its own benchmark
         dbg.attach(app)
         if variant == "attached_nomatch":
             dbg.break_before("no-such-node")
@@ -119,7 +119,7 @@ def latencies(stops: int) -> dict[str, Any]:
     (sync_app, async_app), marks = latency_graph()
     out = {}
     for mode, app in (("sync", sync_app), ("async", async_app)):
-        dbg = flowdbg.Debugger()
+        dbg = flowdbg.Debugger(record=False)
         dbg.attach(app)
         dbg.break_before("b")
         stop_lat, resume_lat = [], []

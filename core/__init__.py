@@ -22,6 +22,8 @@ from flowdbg.errors import (
 )
 from flowdbg.events import ErrorInfo, Event, Kind, Location, Position, RunInfo, RunStatus
 from flowdbg.plugins import hookimpl
+from flowdbg.records import RunRecord, StepRecord
+from flowdbg.runlog import NodeStats, RunLog, format_duration
 from flowdbg.runtime import RunScope, Unit
 from flowdbg.state import StateDiff
 from flowdbg.stops import Status, Stop, StopReason
@@ -45,20 +47,25 @@ __all__ = [
     "FlowdbgError",
     "Kind",
     "Location",
+    "NodeStats",
     "NotStoppedError",
     "PathError",
     "Position",
     "RunHandle",
     "RunInfo",
+    "RunLog",
+    "RunRecord",
     "RunScope",
     "RunStatus",
     "StateDiff",
     "Status",
+    "StepRecord",
     "Stop",
     "StopNotFound",
     "StopReason",
     "Terminated",
     "Unit",
     "__version__",
+    "format_duration",
     "hookimpl",
 ]

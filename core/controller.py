@@ -8,6 +8,7 @@ keeps running). Several stops can be open at once; one of them is *selected* and
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import threading
@@ -120,6 +121,10 @@ class Controller:
         self._async_waiters: list[Callable[[], None]] = []
         self._warned: set[str] = set()
         self.observe_events = False
+        #: the built-in recorder (flowdbg.recorder.Recorder), fed every finished unit, or None
+        self.recorder: Any = None
+        #: the last finished top-level runs, newest last (their run logs are kept in memory)
+        self.history: collections.deque[RunScope] = collections.deque(maxlen=20)
         #: True when nothing can stop, log or observe: every point returns at once.
         self.quiet = True
         #: False when no observer or breakpoint can look at the state of an after point, so
@@ -198,6 +203,10 @@ class Controller:
             _note_run_started(info.run_id)
         else:
             scope.terminated = parent.run.root.terminated
+            parent.run.children.append(scope)
+            parent.child_run_id = info.run_id
+        if self.recorder is not None:
+            self.recorder.run_started(scope)
         self.debugger._hooks.on_run_start(run=info)
         return scope
 
@@ -212,15 +221,19 @@ class Controller:
             info.status = RunStatus.FAILED
         else:
             info.status = RunStatus.COMPLETED
+        if self.recorder is not None:
+            self.recorder.run_ended(scope)
         if scope.parent_unit is None:
             with self._lock:
+                self.history.append(scope)
                 self._roots.pop(info.run_id, None)
-                self._steps.pop(info.run_id, None)
+                stepping = self._steps.pop(info.run_id, None)
                 self._finished_any = True
                 self._last_end_terminated = info.status == RunStatus.TERMINATED
                 if not self._roots:
                     self._pause = False
-                self._refresh()
+                if stepping or scope.terminated or not self.quiet:
+                    self._refresh()  # skipped on the fast path: nothing it computes changed
                 self._notify()
         self.debugger._hooks.on_run_end(run=info)
 

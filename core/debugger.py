@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect as _inspect
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, AdapterInfo
 from flowdbg.breakpoints import Breakpoint, BreakpointType
@@ -20,9 +21,14 @@ from flowdbg.errors import (
 )
 from flowdbg.events import Kind, Position, RunInfo
 from flowdbg.plugins import Hooks, make_plugin_manager
+from flowdbg.recorder import Recorder, run_record, step_record
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.state import KeySummary, StateDiff, delete_path, get_path, set_path, summarize
 from flowdbg.stops import Action, Status, Stop
+
+if TYPE_CHECKING:
+    from flowdbg.runlog import RunLog
+    from flowdbg.store import Store
 
 __all__ = ["Debugger", "RunHandle"]
 
@@ -75,6 +81,16 @@ class RunHandle:
         """Whether the callable has returned or raised."""
         return self._done.is_set()
 
+    @property
+    def log(self) -> RunLog:
+        """The run log of the run this callable started (so far).
+
+        :raises LookupError: when the callable has not started a run (yet).
+        """
+        if self.run_id is None:
+            raise LookupError("the run has not started yet; wait with handle.wait_started()")
+        return self.debugger.run_log(self.run_id)
+
     def wait_started(self, timeout: float | None = None) -> str | None:
         """Wait until the callable starts its first run; return that run's id."""
         self._started.wait(timeout)
@@ -119,6 +135,12 @@ class Debugger:
     :param idle_timeout: seconds after which a forgotten stop resumes by itself; ``None``
         (the default) keeps stops until they are resumed.
     :param plugins: extra plugin objects with ``@flowdbg.hookimpl`` methods (observers).
+    :param record: write every run and step to a store; ``None`` (the default) records unless
+        the environment variable ``FLOWDBG_RECORD`` is ``0``.
+    :param db: the store's SQLite file; default ``$FLOWDBG_DB`` or ``./.flowdbg/flowdbg.db``.
+    :param redact: key patterns whose values are replaced by ``[REDACTED]`` in the recording;
+        ``None`` uses the default list (api_key, token, secret, password, authorization...).
+    :raises flowdbg.store.StoreError: when recording is on and the database cannot be used.
     """
 
     def __init__(
@@ -127,6 +149,9 @@ class Debugger:
         stop_on_entry: bool = False,
         idle_timeout: float | None = None,
         plugins: Iterable[Any] = (),
+        record: bool | None = None,
+        db: str | os.PathLike[str] | None = None,
+        redact: Iterable[str] | None = None,
     ) -> None:
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
@@ -137,6 +162,52 @@ class Debugger:
         self._ctl._refresh()
         self._attached: dict[int, tuple[Any, Adapter]] = {}
         self._adapters = self._collect_adapters(entry_points)
+        if record is None:
+            record = os.environ.get("FLOWDBG_RECORD", "1").strip().lower() not in _FALSE
+        self._recorder: Recorder | None = None
+        if record:
+            from flowdbg.store import DEFAULT_REDACT, SQLiteStore, default_db_path
+
+            path = default_db_path() if db is None else db
+            store = SQLiteStore(path, redact=DEFAULT_REDACT if redact is None else tuple(redact))
+            self._recorder = Recorder(store)
+            self._ctl.recorder = self._recorder
+
+    # ------------------------------------------------------------- recording
+
+    @property
+    def store(self) -> Store | None:
+        """The store runs are recorded to, or ``None`` when recording is off."""
+        return None if self._recorder is None else self._recorder.store
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every finished step and run is written to the store.
+
+        :returns: ``False`` if ``timeout`` seconds passed first (or ``True`` with no recording).
+        """
+        return True if self._recorder is None else self._recorder.flush(timeout)
+
+    @property
+    def runs(self) -> list[RunLog]:
+        """The run log of the top-level runs of this debugger (running and the last 20 finished),
+        oldest first."""
+        scopes = [*self._ctl.history, *self._ctl.active_runs]
+        scopes.sort(key=lambda s: s.info.started_at)
+        return [run_log(s) for s in scopes]
+
+    def run_log(self, run_id: str) -> RunLog:
+        """The run log of one run of this debugger (top-level or nested) by id or id prefix.
+
+        :raises LookupError: when this debugger has no such run in memory.
+        """
+        for scope in [*self._ctl.history, *self._ctl.active_runs]:
+            found = _find_scope(scope, run_id)
+            if found is not None:
+                return run_log(found)
+        raise LookupError(
+            f"this debugger has no run {run_id!r} in memory; recorded runs are in the store "
+            "(flowdbg runs show ID)"
+        )
 
     # ------------------------------------------------------------- adapters
 
@@ -632,10 +703,12 @@ class Debugger:
         return self._ctl.terminate()
 
     def close(self) -> None:
-        """Terminate active runs and detach every target."""
+        """Terminate active runs, detach every target, write what is left to the store."""
         if self._ctl.active_runs or self._ctl.stops:
             self.terminate()
         self.detach()
+        if self._recorder is not None:
+            self._recorder.close()
 
     def __enter__(self) -> Debugger:
         return self
@@ -645,6 +718,31 @@ class Debugger:
 
     def __repr__(self) -> str:
         return f"<flowdbg.Debugger {self._ctl.state_name()} bps={len(self.breakpoints)}>"
+
+
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _find_scope(scope: RunScope, run_id: str) -> RunScope | None:
+    if scope.info.run_id.startswith(run_id):
+        return scope
+    for child in scope.children:
+        found = _find_scope(child, run_id)
+        if found is not None:
+            return found
+    return None
+
+
+def run_log(scope: RunScope) -> RunLog:
+    """Build the :class:`~flowdbg.runlog.RunLog` of a run from what it has done so far."""
+    from flowdbg.runlog import RunLog
+
+    units = sorted(scope.units, key=lambda u: u.step)
+    return RunLog.from_records(
+        run_record(scope),
+        [step_record(u) for u in units],
+        [run_log(child) for child in scope.children],
+    )
 
 
 def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextvars
 import itertools
 import os
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.events import Location, Position, RunInfo, RunStatus
@@ -34,6 +36,10 @@ _CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
     "flowdbg_current_unit", default=None
 )
 _SAME: Any = object()
+_now = time.time
+_BEFORE = Position.BEFORE.value
+_AFTER = Position.AFTER.value
+_ERROR = Position.ERROR.value
 # The RunHandle whose worker thread this is (set by Debugger.start); learns its run's id.
 _RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "flowdbg_run_handle", default=None
@@ -60,12 +66,14 @@ class RunScope:
         "_ended",
         "_is_frame",
         "_path",
+        "children",
         "ctl",
         "entered",
         "info",
         "parent_unit",
         "root",
         "terminated",
+        "units",
     )
 
     def __init__(
@@ -84,13 +92,25 @@ class RunScope:
         self.entered = False
         self._ended = False
         self._is_frame = frame_of is not None
+        #: child runs started by units of this run
+        self.children: list[RunScope] = []
         if frame_of is None:
             self._counter = itertools.count(1)
             self._path = info.path
-        else:  # a frame inside a unit of the same run: same run id and step counter
+            #: finished units, in finishing order (the run log reads them)
+            self.units: list[Unit] = []
+        else:  # a frame inside a unit of the same run: same run id, step counter and units
             assert parent_unit is not None
             self._counter = frame_of._counter
             self._path = (*parent_unit.run._path, parent_unit.node)
+            self.units = frame_of.units
+            self.children = frame_of.children
+
+    def _finished(self, unit: Unit) -> None:
+        self.units.append(unit)  # list.append is atomic: parallel branches may finish at once
+        recorder = self.ctl.recorder
+        if recorder is not None:
+            recorder.unit_finished(unit)
 
     @property
     def run_id(self) -> str:
@@ -144,13 +164,23 @@ class Unit:
 
     __slots__ = (
         "_frame",
+        "_resolve",
         "_token",
         "attempt",
         "branch",
+        "child_run_id",
+        "decision",
+        "ended_at",
+        "exception",
+        "input",
         "kind",
         "node",
+        "output",
         "run",
+        "started_at",
+        "state",
         "state_before",
+        "status",
         "step",
         "superstep",
     )
@@ -175,6 +205,12 @@ class Unit:
         self.state_before: Any = None
         self._token: contextvars.Token[Unit | None] | None = None
         self._frame: RunScope | None = None
+        self.child_run_id: str | None = None
+        # What the run log and the recorder keep of the unit. To keep this constructor cheap
+        # (it runs for every node) these are set when known: started_at and input in before,
+        # output, state, decision and _resolve in after, status, exception and ended_at when
+        # the unit finishes. Read them with record_value().
+        self.status = "running"
 
     @property
     def depth(self) -> int:
@@ -228,25 +264,61 @@ class Unit:
         if input is _SAME:
             input = state
         self.state_before = state
+        self.started_at = _now()
         ctl = self.run.ctl
         if not ctl.quiet:
-            input = ctl.point(self, Position.BEFORE.value, state, input, None, None, None)
+            try:
+                input = ctl.point(self, _BEFORE, state, input, None, None, None)
+            except BaseException as exc:
+                self._finish("failed", exc)
+                raise
+        self.input = input
         self._token = _CURRENT_UNIT.set(self)
         return input
 
-    def after(self, *, output: Any = None, state: Any = None, decision: Any = None) -> Any:
+    def after(
+        self,
+        *,
+        output: Any = None,
+        state: Any = None,
+        decision: Any = None,
+        resolve: Callable[[Any], tuple[Any, Any]] | None = None,
+    ) -> Any:
         """Report the ``after`` point; may block. Returns the output to commit (maybe edited).
 
         :param output: what the unit returns (the update it commits, a tool result).
         :param state: the state with the output applied, where the framework can show it.
         :param decision: the routing result (next nodes), where known.
+        :param resolve: instead of ``state`` and ``decision``: ``resolve(output)`` returns both,
+            called only when someone looks (a stop, a condition, an observer, the recorder's
+            writer thread), so the hot path stays cheap.
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         self._exit()
         ctl = self.run.ctl
-        if ctl.quiet:
-            return output
-        return ctl.point(self, Position.AFTER.value, state, None, output, None, decision)
+        if not ctl.quiet:
+            if resolve is not None and ctl.wants_after_state:
+                state, decision = resolve(output)
+            try:
+                edited = ctl.point(self, _AFTER, state, None, output, None, decision)
+            except BaseException as exc:
+                self._finish("failed", exc)
+                raise
+            if edited is not output and resolve is not None:
+                state = decision = None  # resolve again from the edited output when read
+            output = edited
+        self.output = output
+        self.state = state
+        self.decision = decision
+        self._resolve = resolve if state is None else None
+        self.status = "completed"
+        self.exception = None
+        self.ended_at = _now()
+        run = self.run
+        run.units.append(self)
+        if run.ctl.recorder is not None:
+            run.ctl.recorder.unit_finished(self)
+        return output
 
     def error(self, exc: BaseException, *, state: Any = None) -> None:
         """Report the ``error`` point; may block. The adapter re-raises ``exc`` afterwards.
@@ -254,9 +326,15 @@ class Unit:
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         self._exit()
+        self.state = state
         ctl = self.run.ctl
         if not ctl.quiet:
-            ctl.point(self, Position.ERROR.value, state, None, None, exc, None)
+            try:
+                ctl.point(self, _ERROR, state, None, None, exc, None)
+            except BaseException as other:
+                self._finish("failed", other)
+                raise
+        self._finish("failed", exc)
 
     # -- async points: suspend only the calling task --
 
@@ -265,31 +343,88 @@ class Unit:
         if input is _SAME:
             input = state
         self.state_before = state
+        self.started_at = _now()
         ctl = self.run.ctl
         if not ctl.quiet:
-            input = await ctl.apoint(self, Position.BEFORE.value, state, input, None, None, None)
+            try:
+                input = await ctl.apoint(self, _BEFORE, state, input, None, None, None)
+            except BaseException as exc:
+                self._finish("failed", exc)
+                raise
+        self.input = input
         self._token = _CURRENT_UNIT.set(self)
         return input
 
-    async def aafter(self, *, output: Any = None, state: Any = None, decision: Any = None) -> Any:
+    async def aafter(
+        self,
+        *,
+        output: Any = None,
+        state: Any = None,
+        decision: Any = None,
+        resolve: Callable[[Any], tuple[Any, Any]] | None = None,
+    ) -> Any:
         """Async form of :meth:`after`."""
         self._exit()
         ctl = self.run.ctl
-        if ctl.quiet:
-            return output
-        return await ctl.apoint(self, Position.AFTER.value, state, None, output, None, decision)
+        if not ctl.quiet:
+            if resolve is not None and ctl.wants_after_state:
+                state, decision = resolve(output)
+            try:
+                edited = await ctl.apoint(self, _AFTER, state, None, output, None, decision)
+            except BaseException as exc:
+                self._finish("failed", exc)
+                raise
+            if edited is not output and resolve is not None:
+                state = decision = None
+            output = edited
+        self.output = output
+        self.state = state
+        self.decision = decision
+        self._resolve = resolve if state is None else None
+        self._finish("completed", None)
+        return output
 
     async def aerror(self, exc: BaseException, *, state: Any = None) -> None:
         """Async form of :meth:`error`."""
         self._exit()
+        self.state = state
         ctl = self.run.ctl
         if not ctl.quiet:
-            await ctl.apoint(self, Position.ERROR.value, state, None, None, exc, None)
+            try:
+                await ctl.apoint(self, _ERROR, state, None, None, exc, None)
+            except BaseException as other:
+                self._finish("failed", other)
+                raise
+        self._finish("failed", exc)
 
-    def discard(self) -> None:
+    def _finish(self, status: str, exc: BaseException | None) -> None:
+        self.status = status
+        self.exception = exc
+        self.ended_at = _now()
+        self.run._finished(self)
+
+    def resolved(self) -> tuple[Any, Any]:
+        """``(state, decision)`` after the unit, resolving them now if they were deferred."""
+        resolve = getattr(self, "_resolve", None)
+        if resolve is not None:
+            try:
+                self.state, self.decision = resolve(self.output)
+            except Exception:  # the framework reports a bad update itself
+                pass
+            self._resolve = None
+        return getattr(self, "state", None), getattr(self, "decision", None)
+
+    def record_value(self, name: str) -> Any:
+        """An outcome attribute (``input``, ``output``, ``exception``, ``started_at``...) or
+        ``None`` when the unit has not got that far."""
+        return getattr(self, name, None)
+
+    def discard(self, exc: BaseException | None = None) -> None:
         """Leave the unit without an ``after`` or ``error`` point (a control-flow exception such
         as :class:`flowdbg.Terminated` or a cancellation went through it)."""
         self._exit()
+        if self.status == "running":
+            self._finish("failed", exc)
 
     def _exit(self) -> None:
         token = self._token

@@ -68,13 +68,6 @@ class _NodeHook:
         self.subgraph = inner.subgraph
         self._ctl = debugger._ctl
 
-    def _decision(self, task: Any, out: Any) -> tuple[Any, Any]:
-        """The state with ``out`` applied and the next nodes, for the after point."""
-        try:
-            return task.preview(out), list(task.route(out))
-        except Exception:  # a bad update or a failing router: the engine reports it next
-            return None, None
-
     # The two methods below are the per-node hot path: keep them flat.
 
     def invoke(self, state: dict[str, Any]) -> Any:
@@ -97,13 +90,10 @@ class _NodeHook:
         except Exception as exc:
             unit.error(exc, state=state)
             raise
-        except BaseException:
-            unit.discard()
+        except BaseException as exc:
+            unit.discard(exc)
             raise
-        if not self._ctl.wants_after_state:
-            return unit.after(output=out)
-        preview, decision = self._decision(task, out)
-        return unit.after(output=out, state=preview, decision=decision)
+        return unit.after(output=out, resolve=task.details)
 
     async def ainvoke(self, state: dict[str, Any]) -> Any:
         scope = _RUN.get()
@@ -125,13 +115,10 @@ class _NodeHook:
         except Exception as exc:
             await unit.aerror(exc, state=state)
             raise
-        except BaseException:
-            unit.discard()
+        except BaseException as exc:
+            unit.discard(exc)
             raise
-        if not self._ctl.wants_after_state:
-            return await unit.aafter(output=out)
-        preview, decision = self._decision(task, out)
-        return await unit.aafter(output=out, state=preview, decision=decision)
+        return await unit.aafter(output=out, resolve=task.details)
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.name!r} around {self.inner!r}>"
@@ -259,8 +246,8 @@ class _Reporter:
         except Exception as exc:
             unit.error(exc, state=state)
             raise
-        except BaseException:
-            unit.discard()
+        except BaseException as exc:
+            unit.discard(exc)
             raise
         return unit.after(output=result, state=state)
 
@@ -276,7 +263,7 @@ class _Reporter:
         except Exception as exc:
             await unit.aerror(exc, state=state)
             raise
-        except BaseException:
-            unit.discard()
+        except BaseException as exc:
+            unit.discard(exc)
             raise
         return await unit.aafter(output=result, state=state)

@@ -181,6 +181,14 @@ class Task:
         del self._routes[:-_ROUTE_CACHE_SIZE]
         return routes
 
+    def details(self, update: Mapping[str, Any] | None) -> tuple[Any, Any]:
+        """``(preview(update), list(route(update)))``, or ``(None, None)`` for an update the
+        engine will reject itself (observers call this; it never raises)."""
+        try:
+            return self.preview(update), list(self.route(update))
+        except Exception:
+            return None, None
+
 
 CURRENT_TASK: contextvars.ContextVar[Task | None] = contextvars.ContextVar(
     "flowdbg_stategraph_current_task", default=None

@@ -39,6 +39,7 @@ from flowdbg.testing._control import (
     AbstractTerminateTests,
 )
 from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
     AbstractAsyncTests,
     AbstractObserverTests,
@@ -61,6 +62,7 @@ __all__ = [
     "AbstractObserverTests",
     "AbstractParallelTests",
     "AbstractPauseTests",
+    "AbstractRecordingTests",
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
@@ -95,4 +97,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractAsyncTests,
     AbstractObserverTests,
     AbstractToolTests,
+    AbstractRecordingTests,
 )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -99,6 +102,13 @@ class _Harness:
         self.handles: list[flowdbg.RunHandle] = []
         self.calls: list[ThreadCall] = []
         self.releases: list[Callable[[], None]] = []
+        self._tmpdir: str | None = None
+
+    def tmpdir(self) -> str:
+        """A temporary folder for this test (for its recordings), removed at teardown."""
+        if self._tmpdir is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="flowdbg-conformance-")
+        return self._tmpdir
 
     def _pending(self) -> list[str]:
         out = [repr(h) for h in self.handles if not h.done()]
@@ -140,6 +150,13 @@ class _Harness:
                 dbg.detach(target)
             except Exception as exc:
                 problems.append(f"detach failed: {exc!r}")
+        for dbg in self.debuggers:
+            try:
+                dbg.close()  # writes what is left of the recording and closes the store
+            except Exception as exc:
+                problems.append(f"closing the debugger failed: {exc!r}")
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
         return problems
 
 
@@ -200,7 +217,13 @@ class SuiteBase(AdapterFixtures):
                 pytest.skip(f"adapter {self.adapter!r} does not declare capability {cap.value!r}")
 
     def debugger(self, **kwargs: Any) -> flowdbg.Debugger:
-        """A new debugger (``flowdbg.Debugger(**kwargs)``), cleaned up at teardown."""
+        """A new debugger (``flowdbg.Debugger(**kwargs)``), cleaned up at teardown.
+
+        Recording is on, into a database of the test's own (removed at teardown), unless the
+        test passes ``record=False`` or its own ``db``.
+        """
+        if kwargs.get("record", True) is not False and "db" not in kwargs:
+            kwargs["db"] = os.path.join(self._harness.tmpdir(), "flowdbg.db")
         dbg = flowdbg.Debugger(**kwargs)
         self._harness.debuggers.append(dbg)
         return dbg

@@ -16,6 +16,7 @@ from flowdbg.testing import (
     AbstractObserverTests,
     AbstractParallelTests,
     AbstractPauseTests,
+    AbstractRecordingTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -223,4 +224,8 @@ class TestStateGraphObservers(StateGraphFixtures, AbstractObserverTests):
 
 
 class TestStateGraphTools(StateGraphFixtures, AbstractToolTests):
+    pass
+
+
+class TestStateGraphRecording(StateGraphFixtures, AbstractRecordingTests):
     pass

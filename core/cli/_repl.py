@@ -1,0 +1,670 @@
+"""The terminal debugger: a pdb-like prompt over the :class:`flowdbg.Debugger` API.
+
+It waits for stops, shows each one (reason, location, breakpoints hit, a compact state
+summary) and reads commands until the selected branch goes on. Commands come from a terminal
+(readline history and tab completion), from piped stdin (each command echoed after the prompt so
+transcripts read well) or from a script (``flowdbg demo``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import fnmatch
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from flowdbg.errors import FlowdbgError, NotStoppedError
+from flowdbg.events import Position
+from flowdbg.state import short_repr
+
+from ._render import (
+    Out,
+    neighbourhood,
+    node_names,
+    pretty,
+    short_id,
+    state_table,
+    subgraph_at,
+)
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+    from flowdbg.stops import Stop
+
+__all__ = ["PROMPT", "Outcome", "Session", "parse_value", "stdin_source"]
+
+PROMPT = "(flowdbg) "
+
+
+class Outcome(str, Enum):
+    """How a terminal session ended."""
+
+    ENDED = "ended"  #: every run finished
+    QUIT = "quit"  #: the user quit; the run was terminated
+
+
+class _Next(Enum):
+    PROMPT = "prompt"  # read another command at the same stop
+    RESUMED = "resumed"  # the branch goes on: wait for the next stop
+    QUIT = "quit"
+
+
+# ------------------------------------------------------------------------------ input
+
+
+class LineSource(Protocol):
+    """Where commands come from."""
+
+    interactive: bool
+
+    def read(self, prompt: str) -> str | None:
+        """The next command line, or ``None`` at end of input."""
+        ...
+
+    def close(self) -> None:
+        """Release what the source holds (readline history)."""
+        ...
+
+
+class EchoSource:
+    """Commands from a stream or a list, each echoed after the prompt; ``#`` lines are
+    comments, printed and skipped."""
+
+    interactive = False
+
+    def __init__(self, lines: Iterable[str], out: Out, *, style: str | None = None) -> None:
+        self._lines: Iterator[str] = iter(lines)
+        self._out = out
+        self._style = style
+
+    def read(self, prompt: str) -> str | None:
+        """Echo and return the next command; print comment lines on the way."""
+        for raw in self._lines:
+            line = raw.rstrip("\r\n")
+            if line.lstrip().startswith("#"):
+                self._out.line(line, style="dim")
+                continue
+            self._out.line(prompt + line, style=self._style)
+            return line
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class TerminalSource:
+    """Commands typed at a terminal, with readline history and tab completion when available."""
+
+    interactive = True
+
+    def __init__(self, completer: Callable[[str, int], str | None], history: Path | None) -> None:
+        self._history = history
+        self._readline: Any = None
+        try:
+            import readline
+        except ImportError:  # Windows without pyreadline, or a Python built without it
+            return
+        self._readline = readline
+        readline.set_completer(completer)
+        readline.set_completer_delims(" \t\n")
+        if "libedit" in (getattr(readline, "__doc__", "") or ""):
+            readline.parse_and_bind("bind ^I rl_complete")
+        else:
+            readline.parse_and_bind("tab: complete")
+        if history is not None:
+            readline.set_history_length(1000)
+            with contextlib.suppress(OSError):
+                readline.read_history_file(history)
+
+    def read(self, prompt: str) -> str | None:
+        """Read one line; ``None`` on end of input (Ctrl-D)."""
+        try:
+            return input(prompt)
+        except EOFError:
+            sys.stdout.write("\n")
+            return None
+
+    def line_buffer(self) -> tuple[str, int]:
+        """The line being edited and where the completed word begins."""
+        if self._readline is None:
+            return "", 0
+        return self._readline.get_line_buffer(), self._readline.get_begidx()
+
+    def close(self) -> None:
+        """Save the history."""
+        if self._readline is not None and self._history is not None:
+            with contextlib.suppress(OSError):
+                self._readline.write_history_file(self._history)
+
+
+def history_path() -> Path:
+    """``$FLOWDBG_HISTORY`` or ``~/.flowdbg_history``."""
+    return Path(os.environ.get("FLOWDBG_HISTORY") or Path.home() / ".flowdbg_history")
+
+
+def stdin_source(out: Out, completer: Callable[[str, int], str | None]) -> LineSource:
+    """Commands from the terminal when stdin is one, else line by line from stdin."""
+    stdin = sys.stdin
+    try:
+        tty = stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        return TerminalSource(completer, history_path())
+    return EchoSource(stdin, out)
+
+
+# ------------------------------------------------------------------------------ values
+
+
+def parse_value(text: str) -> Any:
+    """Parse the VALUE of ``set PATH = VALUE``: JSON, or a Python literal.
+
+    :raises ValueError: when it is neither (with a hint to quote strings).
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("usage: set PATH = VALUE (VALUE is JSON or a Python literal)")
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(
+            f"cannot read the value {text!r}: give JSON or a Python literal "
+            f'(quote strings: "{text}")'
+        ) from None
+
+
+def _bp_id(text: str) -> str:
+    return text if text.startswith("bp-") else f"bp-{text}"
+
+
+def _stop_id(text: str) -> str:
+    return text if text.startswith("stop-") else f"stop-{text}"
+
+
+# ------------------------------------------------------------------------------ help
+
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "continue": ("c(ontinue)", "let the selected branch run on to its next stop"),
+    "step": ("s(tep)", "step into: the next unit of this branch, at any depth"),
+    "next": ("n(ext)", "step over: the next unit of this branch at this depth or above"),
+    "return": ("r(eturn)", "step out: the next unit of an enclosing run (top level: the end)"),
+    "break": (
+        "b(reak) [NODE[:after] [if EXPR]]",
+        "break before (or after) NODE, a glob, when EXPR holds; alone: list",
+    ),
+    "tbreak": ("tbreak NODE[:after] [if EXPR]", "a breakpoint removed after it stops once"),
+    "clear": ("cl(ear) [N ...]", "remove breakpoints bp-N (all without an argument)"),
+    "disable": ("disable N ...", "keep breakpoints bp-N but stop them from stopping"),
+    "enable": ("enable N ...", "make breakpoints bp-N stop again"),
+    "print": (
+        "p(rint) [input:|output:|error:][PATH]",
+        "the value at PATH (messages[-1].content) in the state or the unit's input...",
+    ),
+    "set": ("set PATH = VALUE", "edit the state (JSON or a Python literal); applied on resume"),
+    "del": ("del PATH", "delete the key or element at PATH; applied on resume"),
+    "diff": ("diff", "what the unit changed in the state (at an after stop)"),
+    "where": ("w(here)", "node, position, step, superstep, branch and attempt of the stop"),
+    "stops": ("stops", "the open stops (parallel branches); * marks the selected one"),
+    "stop": ("stop [N]", "select stop-N (alone: show the selected stop again)"),
+    "log": ("log", "the run log so far"),
+    "list": ("l(ist)", "the graph around the node: predecessors -> [node] -> successors"),
+    "help": ("h(elp) [COMMAND]", "list the commands, or explain one"),
+    "quit": ("q(uit)", "terminate the run and leave"),
+}
+
+_SOURCES = ("state", "input", "output", "error")
+
+_ALIASES = {
+    "c": "continue",
+    "cont": "continue",
+    "s": "step",
+    "n": "next",
+    "r": "return",
+    "b": "break",
+    "cl": "clear",
+    "p": "print",
+    "pp": "print",
+    "delete": "del",
+    "w": "where",
+    "bt": "where",
+    "l": "list",
+    "h": "help",
+    "?": "help",
+    "q": "quit",
+    "exit": "quit",
+}
+
+
+# ------------------------------------------------------------------------------ the session
+
+
+class Session:
+    """One terminal debugging session over a debugger whose run has been started.
+
+    :param dbg: the debugger.
+    :param out: where to print.
+    :param description: the target's graph description (for ``list`` and node checks).
+    :param source: where commands come from; ``None`` reads stdin (a terminal or a pipe).
+    """
+
+    def __init__(
+        self,
+        dbg: Debugger,
+        out: Out,
+        *,
+        description: Mapping[str, Any] | None = None,
+        source: LineSource | None = None,
+    ) -> None:
+        self.dbg = dbg
+        self.out = out
+        self.description = description or {}
+        self.nodes = node_names(self.description)
+        self.source: LineSource = source or stdin_source(out, self.complete)
+        self._shown: set[str] = set()
+        self._last = ""
+        self._completions: list[str] = []
+
+    # -- the loop --
+
+    def run(self) -> Outcome:
+        """Drive the run until every run has ended (or the user quits)."""
+        try:
+            return self._loop()
+        finally:
+            self.source.close()
+
+    def _loop(self) -> Outcome:
+        interrupted = False
+        while True:
+            try:
+                stop = self.dbg.wait_for_stop(None)
+            except KeyboardInterrupt:
+                if interrupted:
+                    self.out.line("interrupted again: terminating the run")
+                    self._terminate()
+                    return Outcome.QUIT
+                interrupted = True
+                self.out.line("interrupted: pausing at the next point (Ctrl-C again terminates)")
+                self.dbg.pause()
+                continue
+            interrupted = False
+            if stop is None:
+                return Outcome.ENDED
+            if stop.id not in self._shown:
+                self.show_stop(stop)
+            try:
+                line = self.source.read(PROMPT)
+            except KeyboardInterrupt:
+                self.out.line("")
+                self.out.line("(type c to continue, q to quit)")
+                continue
+            if line is None:
+                self._end_of_input()
+                return Outcome.ENDED if self._drain() else Outcome.QUIT
+            if not line.strip():
+                if not self.source.interactive or not self._last:
+                    continue
+                line = self._last
+            else:
+                self._last = line
+            nxt = self.onecmd(line)
+            if nxt is _Next.QUIT:
+                self._terminate()
+                return Outcome.QUIT
+
+    def _end_of_input(self) -> None:
+        stops = ", ".join(s.id for s in self.dbg.stops) or "none"
+        self.out.line(
+            f"end of input with {stops} open: clearing breakpoints and continuing to the end "
+            "of the run"
+        )
+        self.dbg.clear()
+        self.dbg.resume_all()
+
+    def _drain(self) -> bool:
+        """After the end of input: resume whatever still stops until the runs end."""
+        while True:
+            try:
+                stop = self.dbg.wait_for_stop(None)
+            except KeyboardInterrupt:
+                self._terminate()
+                return False
+            if stop is None:
+                return True
+            self.out.line(f"continuing past {stop}")
+            self.dbg.resume_all()
+
+    def _terminate(self) -> None:
+        self.dbg.terminate()
+
+    # -- dispatch --
+
+    def onecmd(self, line: str) -> _Next:
+        """Run one command line; errors print one line and keep the prompt."""
+        word, _, arg = line.strip().partition(" ")
+        name = _ALIASES.get(word, word)
+        if name not in _COMMANDS:
+            self.out.line(f"unknown command {word!r}; type h for help")
+            return _Next.PROMPT
+        handler: Callable[[str], _Next | None] = getattr(self, f"do_{name}")
+        try:
+            return handler(arg.strip()) or _Next.PROMPT
+        except (FlowdbgError, ValueError, LookupError, TypeError) as exc:
+            self.out.line(f"error: {exc}")
+        except Exception as exc:  # a bug must not kill the session holding the user's run
+            self.out.line(f"error: {type(exc).__name__}: {exc}")
+        return _Next.PROMPT
+
+    # -- showing --
+
+    def show_stop(self, stop: Stop) -> None:
+        """Print a stop: header, error/decision/payload lines, then the state summary."""
+        self._shown.add(stop.id)
+        self.out.line("")
+        self.out.line(str(stop), style="bold")
+        loc = stop.location
+        error = stop.error
+        if error is not None:
+            self.out.line(f"  error: {error.type}: {error.message}", style="red")
+        if stop.message:
+            self.out.line(f"  {stop.message}")
+        if loc.position == Position.AFTER.value and stop.output is not None:
+            self.out.line(f"  output: {short_repr(stop.output, 100)}")
+        if loc.position == Position.AFTER.value and stop.decision is not None:
+            self.out.line(f"  next: {short_repr(stop.decision, 100)}")
+        if (
+            loc.position == Position.BEFORE.value
+            and stop.input is not None
+            and stop.input is not stop.state
+        ):
+            self.out.line(f"  input: {short_repr(stop.input, 100)}")
+        try:
+            rows = self.dbg.summary(stop=stop.id)
+        except FlowdbgError:
+            rows = []
+        if rows and not (len(rows) == 1 and rows[0].key == "." and stop.state is None):
+            self.out.show(state_table(rows))
+        others = [s for s in self.dbg.stops if s.id != stop.id]
+        if others:
+            listed = ", ".join(
+                f"{s.id} ({s.location.position} {s.location.node!r})" for s in others
+            )
+            self.out.line(f"  also open: {listed}; type stops to list them")
+
+    def _selected(self) -> Stop:
+        stop = self.dbg.stop
+        if stop is None:
+            raise NotStoppedError("nothing is stopped")
+        return stop
+
+    # -- control --
+
+    def do_continue(self, arg: str) -> _Next:
+        self.dbg.resume()
+        return _Next.RESUMED
+
+    def do_step(self, arg: str) -> _Next:
+        self.dbg.step_into()
+        return _Next.RESUMED
+
+    def do_next(self, arg: str) -> _Next:
+        self.dbg.step_over()
+        return _Next.RESUMED
+
+    def do_return(self, arg: str) -> _Next:
+        self.dbg.step_out()
+        return _Next.RESUMED
+
+    def do_quit(self, arg: str) -> _Next:
+        self.out.line("terminating the run")
+        return _Next.QUIT
+
+    # -- breakpoints --
+
+    def check_node(self, pattern: str) -> None:
+        """Refuse a node name or glob that matches no node of the graph.
+
+        :raises ValueError: naming the nodes.
+        """
+        if self.nodes and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes):
+            raise ValueError(f"unknown node {pattern!r}; nodes: {', '.join(self.nodes)}")
+
+    def add_breakpoint(self, spec: str, *, temporary: bool = False) -> None:
+        """Set a breakpoint from ``NODE[:after|:before] [if EXPR]`` and print it."""
+        where, sep, condition = spec.partition(" if ")
+        where = where.strip()
+        if not where:
+            raise ValueError("usage: b NODE[:after] [if EXPR]")
+        node, position = split_node(where)
+        self.check_node(node)
+        cond = (condition.strip() or None) if sep else None
+        if sep and cond is None:
+            raise ValueError("the condition after 'if' is empty")
+        add = self.dbg.break_after if position == "after" else self.dbg.break_before
+        bp = add(node, condition=cond, temporary=temporary)
+        self.out.line(f"set {bp.describe()}")
+
+    def do_break(self, arg: str) -> None:
+        if not arg:
+            bps = self.dbg.breakpoints
+            if not bps:
+                self.out.line("no breakpoints")
+            for bp in bps:
+                self.out.line(bp.describe())
+            return
+        self.add_breakpoint(arg)
+
+    def do_tbreak(self, arg: str) -> None:
+        if not arg:
+            raise ValueError("usage: tbreak NODE[:after] [if EXPR]")
+        self.add_breakpoint(arg, temporary=True)
+
+    def do_clear(self, arg: str) -> None:
+        if not arg:
+            count = len(self.dbg.breakpoints)
+            self.dbg.clear()
+            self.out.line(f"removed {count} breakpoint{'s' if count != 1 else ''}")
+            return
+        for token in arg.split():
+            bp = self.dbg.remove(_bp_id(token))
+            self.out.line(f"removed {bp.id}")
+
+    def _toggle(self, arg: str, enabled: bool) -> None:
+        if not arg:
+            raise ValueError(f"usage: {'enable' if enabled else 'disable'} N ...")
+        for token in arg.split():
+            bp = self.dbg.get_breakpoint(_bp_id(token))
+            bp.enabled = enabled
+            self.out.line(f"{'enabled' if enabled else 'disabled'} {bp.id}")
+
+    def do_disable(self, arg: str) -> None:
+        self._toggle(arg, False)
+
+    def do_enable(self, arg: str) -> None:
+        self._toggle(arg, True)
+
+    # -- state --
+
+    def do_print(self, arg: str) -> None:
+        source, sep, rest = arg.partition(":")
+        if sep and source.strip() in _SOURCES:
+            value = self.dbg.inspect(rest.strip(), source=source.strip())
+        else:
+            value = self.dbg.inspect(arg)
+        self.out.block(pretty(value))
+
+    def do_set(self, arg: str) -> None:
+        path, sep, raw = arg.partition("=")
+        if not sep or not path.strip():
+            raise ValueError("usage: set PATH = VALUE (VALUE is JSON or a Python literal)")
+        value = parse_value(raw)
+        self.dbg.set(path.strip(), value)
+        stop = self._selected()
+        self.out.line(
+            f"{path.strip()} = {short_repr(value, 100)}  (applied to the {stop.editable} of "
+            f"{stop.location.node!r} when it resumes)"
+        )
+
+    def do_del(self, arg: str) -> None:
+        if not arg:
+            raise ValueError("usage: del PATH")
+        self.dbg.delete(arg)
+        self.out.line(f"deleted {arg} (applied when it resumes)")
+
+    def do_diff(self, arg: str) -> None:
+        stop = self._selected()
+        if stop.location.position == Position.BEFORE.value:
+            self.out.line(
+                f"{stop.id} is before {stop.location.node!r}, which has not run yet; diff needs "
+                f"an after stop: set one with b {stop.location.node}:after, or n to step"
+            )
+            return
+        self.out.block(str(self.dbg.diff()), indent="  ")
+
+    # -- where am I --
+
+    def do_where(self, arg: str) -> None:
+        stop = self._selected()
+        loc = stop.location
+        run = loc.run_id
+        if loc.parent_run_id:
+            run += f" (child of {short_id(loc.parent_run_id)})"
+        rows = [
+            ("stop", f"{stop.id} ({stop.reason.value})"),
+            ("run", run),
+            ("at", f"{loc.position} {loc.kind} {loc.node!r}"),
+            ("path", "/".join((*loc.path, loc.node))),
+            ("step", str(loc.step)),
+            ("superstep", "-" if loc.superstep is None else str(loc.superstep)),
+            ("branch", loc.branch or "-"),
+            ("attempt", str(loc.attempt)),
+        ]
+        for key, value in rows:
+            self.out.line(f"  {key:<10} {value}")
+
+    def do_stops(self, arg: str) -> None:
+        selected = self.dbg.stop
+        for stop in self.dbg.stops:
+            mark = "*" if selected is not None and stop.id == selected.id else " "
+            branch = f" branch {stop.location.branch}" if stop.location.branch else ""
+            self.out.line(f"{mark} {stop}{branch}")
+
+    def do_stop(self, arg: str) -> None:
+        if not arg:
+            self.show_stop(self._selected())
+            return
+        stop = self.dbg.select(_stop_id(arg))
+        self.out.line(f"selected {stop.id}")
+        self.show_stop(stop)
+
+    def do_log(self, arg: str) -> None:
+        runs = self.dbg.runs
+        if not runs:
+            self.out.line("no run has started yet")
+            return
+        self.out.block(str(runs[-1]))
+
+    def do_list(self, arg: str) -> None:
+        stop = self._selected()
+        loc = stop.location
+        if not self.description:
+            self.out.line("the adapter gives no graph description")
+            return
+        node, path = loc.node, loc.path
+        graph = subgraph_at(self.description, path)
+        note = ""
+        if graph is None or node not in node_names(graph, nested=False):
+            if not path:
+                self.out.line(f"{node!r} is not a node of the graph")
+                return
+            note = f"{loc.kind} {node!r} runs inside node {path[-1]!r}"
+            node, graph = path[-1], subgraph_at(self.description, path[:-1])
+            if graph is None:
+                self.out.line(note)
+                return
+        preds, succs = neighbourhood(graph, node)
+        name = graph.get("name", "?")
+        line = f"{', '.join(preds) or '-'}  ->  [{node}]  ->  {', '.join(succs) or '-'}"
+        self.out.line(f"graph {name!r}" + (f" (in {'/'.join(path)})" if path and not note else ""))
+        if note:
+            self.out.line(f"  {note}")
+        self.out.line(f"  {line}")
+        if any(p.endswith("?") for p in (*preds, *succs)):
+            self.out.line("  (? = conditional edge)")
+
+    def do_help(self, arg: str) -> None:
+        if arg:
+            name = _ALIASES.get(arg, arg)
+            if name not in _COMMANDS:
+                self.out.line(f"unknown command {arg!r}; type h for help")
+                return
+            usage, text = _COMMANDS[name]
+            self.out.line(f"{usage}: {text}")
+            return
+        width = max(len(u) for u, _ in _COMMANDS.values())
+        self.out.line("commands (the letters outside the brackets are enough: c for continue):")
+        for usage, text in _COMMANDS.values():
+            self.out.line(f"  {usage:<{width}}  {text}")
+
+    # -- completion --
+
+    def complete(self, text: str, state: int) -> str | None:
+        """readline completer: command names, node names, state keys, breakpoint and stop
+        ids."""
+        if state == 0:
+            buffer, begin = "", 0
+            if isinstance(self.source, TerminalSource):
+                buffer, begin = self.source.line_buffer()
+            self._completions = self.candidates(buffer[:begin], text)
+        if state < len(self._completions):
+            return self._completions[state]
+        return None
+
+    def candidates(self, before: str, text: str) -> list[str]:
+        """What may complete ``text`` when ``before`` precedes it on the line."""
+        words = before.split()
+        if not words:
+            return [n + " " for n in sorted(_COMMANDS) if n.startswith(text)]
+        command = _ALIASES.get(words[0], words[0])
+        options: list[str] = []
+        if command in ("break", "tbreak") and len(words) == 1:
+            options = self.nodes
+        elif command in ("print", "set", "del") and len(words) == 1:
+            options = self._state_keys()
+        elif command in ("clear", "disable", "enable"):
+            options = [bp.id for bp in self.dbg.breakpoints]
+        elif command == "stop":
+            options = [s.id for s in self.dbg.stops]
+        elif command == "help":
+            options = list(_COMMANDS)
+        # a state key may go on with .field or [index]: no space after it
+        end = "" if command in ("print", "set", "del") else " "
+        return [o + end for o in options if o.startswith(text)]
+
+    def _state_keys(self) -> list[str]:
+        stop = self.dbg.stop
+        if stop is None:
+            return []
+        try:
+            return [row.key for row in self.dbg.summary(stop=stop.id) if row.key != "."]
+        except FlowdbgError:
+            return []
+
+
+def split_node(spec: str) -> tuple[str, str]:
+    """``NODE``, ``NODE:before`` or ``NODE:after`` into the node glob and the position."""
+    node, sep, position = spec.rpartition(":")
+    if sep and position in ("before", "after") and node:
+        return node, position
+    return spec, "before"

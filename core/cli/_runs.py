@@ -1,0 +1,675 @@
+"""``flowdbg runs ...``: the recorded runs in the store."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.text import Text
+
+from flowdbg.records import RUN_STATUSES
+from flowdbg.state import get_path, summarize
+
+from ._app import CliError, _db_hint, db_label, db_option, json_option, resolve_db
+from ._envelope import emit_json, iso, jsonable
+from ._render import (
+    Out,
+    as_json_text,
+    duration,
+    local_time,
+    preview,
+    short_id,
+    state_table,
+    text_table,
+)
+from ._time import WHEN
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
+
+__all__ = ["runs_group"]
+
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+_KINDS = ("node", "tool", "llm", "handoff", "agent")
+_STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "terminated": "yellow",
+    "interrupted": "yellow",
+    "running": "cyan",
+}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+class _Ctx:
+    """An open store and how to name it in messages."""
+
+    def __init__(self, store: Store, db: str | None, path: str) -> None:
+        self.store = store
+        self.db = db
+        self.label = db_label(path)
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run with this id or id prefix, or a one-line error naming the database."""
+        from flowdbg.store import RunNotFound
+
+        try:
+            return self.store.get_run(run_id)
+        except RunNotFound as exc:
+            message = str(exc)
+            if "ambiguous" in message or "at least" in message:
+                raise CliError(message) from None
+            raise CliError(
+                f"no run {run_id!r} in {self.label}; list runs with: flowdbg runs ls"
+                + _db_hint(self.db)
+            ) from None
+
+    def children(self, run_id: str) -> list[RunRecord]:
+        """The runs nested directly in ``run_id``, oldest first."""
+        runs = list(self.store.list_runs(parent=run_id, limit=None))
+        runs.sort(key=lambda r: r.started_at or 0.0)
+        return runs
+
+
+@contextlib.contextmanager
+def _open(db: str | None) -> Iterator[_Ctx]:
+    from flowdbg.store import open_store
+
+    path = resolve_db(db)
+    store = open_store(path, create=False)
+    try:
+        yield _Ctx(store, db, str(getattr(store, "path", path)))
+    finally:
+        store.close()
+
+
+def _epoch(moment: dt.datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _error_dict(error: Any) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    if hasattr(error, "to_dict"):
+        return dict(error.to_dict())
+    return dict(error)
+
+
+def run_dict(run: RunRecord, *, values: bool = False) -> dict[str, Any]:
+    """A run as the ``--json`` outputs show it (schema ``#/$defs/run``)."""
+    data: dict[str, Any] = {
+        "run_id": run.run_id,
+        "short_id": short_id(run.run_id),
+        "name": run.name,
+        "framework": run.framework,
+        "status": run.status,
+        "parent_run_id": run.parent_run_id,
+        "root_run_id": run.root_run_id,
+        "parent_step": run.parent_step,
+        "path": list(run.path),
+        "started_at": iso(run.started_at or None),
+        "ended_at": iso(run.ended_at),
+        "duration": run.duration,
+        "steps": run.step_count,
+        "error": _error_dict(run.error),
+        "tags": dict(run.tags or {}),
+        "pid": run.pid,
+        "host": run.host,
+    }
+    if values:
+        data["input"] = jsonable(run.input)
+        data["output"] = jsonable(run.output)
+    return data
+
+
+def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
+    """A step as the ``--json`` outputs show it (schema ``#/$defs/step``)."""
+    data: dict[str, Any] = {
+        "run_id": step.run_id,
+        "step": step.step,
+        "node": step.node,
+        "kind": step.kind,
+        "path": list(step.path),
+        "status": step.status,
+        "started_at": iso(step.started_at or None),
+        "ended_at": iso(step.ended_at),
+        "duration": step.duration,
+        "superstep": step.superstep,
+        "branch": step.branch,
+        "attempt": step.attempt,
+        "decision": jsonable(step.decision),
+        "error": _error_dict(step.error),
+        "partial": bool(step.partial),
+        "child_run_id": step.child_run_id,
+    }
+    if values:
+        data["input"] = jsonable(step.input)
+        data["output"] = jsonable(step.output)
+    return data
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=_STATUS_STYLE.get(status, ""))
+
+
+def _check_node(ctx: _Ctx, run: RunRecord, node: str, steps: Sequence[StepRecord]) -> None:
+    if steps:
+        return
+    names: list[str] = []
+    for step in ctx.store.get_steps(run.run_id, values=False):
+        if step.node not in names:
+            names.append(step.node)
+    raise CliError(
+        f"run {short_id(run.run_id)} has no step of node {node!r}; its nodes: "
+        + (", ".join(names) or "none")
+    )
+
+
+def _log(ctx: _Ctx, run: RunRecord, steps: Sequence[StepRecord], tree: bool) -> Any:
+    from flowdbg.runlog import RunLog
+
+    children = (
+        [
+            _log(ctx, child, ctx.store.get_steps(child.run_id, values=False), tree)
+            for child in ctx.children(run.run_id)
+        ]
+        if tree
+        else []
+    )
+    return RunLog.from_records(run, list(steps), children)
+
+
+def _run_header(out: Out, run: RunRecord) -> None:
+    head = f"run {run.run_id}  started {local_time(run.started_at)}"
+    if run.parent_run_id:
+        at = "" if run.parent_step is None else f" at step {run.parent_step}"
+        head += f"  nested in {short_id(run.parent_run_id)}{at}"
+    out.line(head, style="bold")
+
+
+def _tree_dict(ctx: _Ctx, run: RunRecord) -> dict[str, Any]:
+    return {
+        "run": run_dict(run),
+        "steps": [step_dict(s) for s in ctx.store.get_steps(run.run_id, values=False)],
+        "children": [_tree_dict(ctx, child) for child in ctx.children(run.run_id)],
+    }
+
+
+# ------------------------------------------------------------------------------ commands
+
+
+@click.group("runs", context_settings=_CONTEXT)
+def runs_group() -> None:
+    """Look at recorded runs: list, show, state, steps, diff, replay, prune."""
+
+
+@runs_group.command("ls", context_settings=_CONTEXT)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(RUN_STATUSES, case_sensitive=False),
+    help="only runs with this status (repeatable)",
+)
+@click.option("--since", type=WHEN, help="only runs started at or after WHEN (e.g. '1h ago')")
+@click.option("--until", type=WHEN, help="only runs started before WHEN (e.g. yesterday)")
+@click.option("--name", metavar="GLOB", help="only runs whose name matches GLOB (e.g. 'sup*')")
+@click.option(
+    "--parent", metavar="ID", help="only runs nested in run ID; '*' lists nested runs too"
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    metavar="N",
+    help="at most N runs",
+)
+@db_option
+@json_option
+def runs_ls(
+    statuses: tuple[str, ...],
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    name: str | None,
+    parent: str | None,
+    limit: int,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """List recorded runs, newest first (top-level runs unless --parent is given).
+
+    WHEN is an ISO date or datetime, now, today, yesterday, or an age such as 30m ago, 1h ago,
+    2d ago.
+    """
+    with _open(db) as ctx:
+        parent_id = parent
+        if parent is not None and parent != "*":
+            parent_id = ctx.run(parent).run_id
+        runs = ctx.store.list_runs(
+            status=[s.lower() for s in statuses] or None,
+            since=_epoch(since),
+            until=_epoch(until),
+            name=name,
+            parent=parent_id,
+            limit=limit,
+        )
+        if as_json:
+            emit_json(
+                "runs ls",
+                {"db": ctx.label, "count": len(runs), "runs": [run_dict(r) for r in runs]},
+            )
+            return
+        out = Out()
+        if not runs:
+            out.line(f"no runs in {ctx.label} match")
+            return
+        rows = [
+            [
+                short_id(run.run_id),
+                run.name,
+                run.framework,
+                _status(run.status),
+                local_time(run.started_at),
+                duration(run.duration),
+                "-" if run.step_count is None else str(run.step_count),
+            ]
+            for run in runs
+        ]
+        headers = ["id", "name", "framework", "status", "started", "duration", "steps"]
+        out.show(text_table(headers, rows, right=[5, 6]))
+
+
+@runs_group.command("show", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@click.option("--errors", is_flag=True, help="only failed steps, with their tracebacks")
+@click.option("--node", metavar="NODE", help="only the steps of NODE")
+@click.option("--tree", is_flag=True, help="expand nested runs (subgraphs, nested workflows)")
+@db_option
+@json_option
+def runs_show(
+    run_id: str, errors: bool, node: str | None, tree: bool, db: str | None, as_json: bool
+) -> None:
+    """The run log of run ID (an id or a unique prefix): one row per step."""
+    with _open(db) as ctx:
+        run = ctx.run(run_id)
+        steps = ctx.store.get_steps(
+            run.run_id, node=node, status="failed" if errors else None, values=False
+        )
+        if node is not None:
+            _check_node(ctx, run, node, steps)
+        if as_json:
+            children = (
+                [_tree_dict(ctx, c) for c in ctx.children(run.run_id)]
+                if tree
+                else [{"run": run_dict(c)} for c in ctx.children(run.run_id)]
+            )
+            emit_json(
+                "runs show",
+                {
+                    "run": run_dict(run, values=True),
+                    "steps": [step_dict(s) for s in steps],
+                    "children": children,
+                    "filters": {"errors": errors, "node": node},
+                },
+            )
+            return
+        out = Out()
+        _run_header(out, run)
+        if errors:
+            if run.error is not None:
+                out.line(f"run error: {run.error.type}: {run.error.message}", style="red")
+            out.line("")
+            if not steps:
+                out.line("no step failed")
+            for step in steps:
+                where = "/".join((*step.path, step.node))
+                out.line(f"step {step.step} {where} (attempt {step.attempt})", style="bold")
+                if step.error is not None:
+                    out.line(f"  {step.error.type}: {step.error.message}", style="red")
+                    out.block(step.error.traceback.rstrip(), "    ")
+            return
+        log = _log(ctx, run, steps, tree)
+        out.block(str(log.tree() if tree else log))
+        if not tree:
+            count = len(ctx.children(run.run_id))
+            if count:
+                out.line("")
+                out.line(f"{count} nested run{'s' if count != 1 else ''}; expand with --tree")
+
+
+@runs_group.command("state", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@click.option("--step", type=int, metavar="N", help="the state after step N (default: the end)")
+@click.option("--values", is_flag=True, help="print every value in full")
+@click.option("--key", "path", metavar="PATH", help="print only the value at PATH")
+@db_option
+@json_option
+def runs_state(
+    run_id: str, step: int | None, values: bool, path: str | None, db: str | None, as_json: bool
+) -> None:
+    """The state of run ID after a step: one row per key, with the step that last wrote it."""
+    from flowdbg.store import StepNotFound
+
+    with _open(db) as ctx:
+        run = ctx.run(run_id)
+        try:
+            state = ctx.store.get_state(run.run_id, step=step)
+            writers = ctx.store.last_writers(run.run_id, step=step)
+        except StepNotFound:
+            numbers = [s.step for s in ctx.store.get_steps(run.run_id, values=False)]
+            known = (
+                f"its steps are {min(numbers)}..{max(numbers)}" if numbers else "it has no steps"
+            )
+            raise CliError(f"run {short_id(run.run_id)} has no step {step}; {known}") from None
+        value = get_path(state, path) if path is not None else None
+        rows = summarize(state) if state is not None else []
+        if as_json:
+            data: dict[str, Any] = {
+                "run_id": run.run_id,
+                "step": step,
+                "keys": [
+                    {
+                        "key": row.key,
+                        "type": row.type,
+                        "size": row.size,
+                        "preview": row.preview,
+                        "written_by": None
+                        if row.key not in writers
+                        else {"step": writers[row.key][0], "node": writers[row.key][1]},
+                    }
+                    for row in rows
+                ],
+            }
+            if values:
+                data["values"] = jsonable(state if isinstance(state, dict) else {".": state})
+            if path is not None:
+                data["path"] = path
+                data["value"] = jsonable(value)
+            emit_json("runs state", data)
+            return
+        out = Out()
+        if path is not None:
+            out.block(as_json_text(value))
+            return
+        where = "the end" if step is None else f"step {step}"
+        out.line(f"state of run {short_id(run.run_id)} ({run.name}) after {where}", style="bold")
+        if state is None:
+            out.line("  (no state recorded)")
+            return
+        if values:
+            for row in rows:
+                out.line(f"{row.key}:", style="bold")
+                item = state if row.key == "." else get_path(state, [row.key])
+                out.block(as_json_text(item), "  ")
+            return
+        out.show(state_table(rows, writers))
+
+
+@runs_group.command("steps", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@click.option("--node", metavar="NODE", help="only the steps of NODE")
+@db_option
+@json_option
+def runs_steps(run_id: str, node: str | None, db: str | None, as_json: bool) -> None:
+    """Every step of run ID in detail: timing, coordinates, decision, error, input and output."""
+    with _open(db) as ctx:
+        run = ctx.run(run_id)
+        steps = ctx.store.get_steps(run.run_id, node=node, values=True)
+        if node is not None:
+            _check_node(ctx, run, node, steps)
+        if as_json:
+            emit_json(
+                "runs steps",
+                {"run_id": run.run_id, "steps": [step_dict(s, values=True) for s in steps]},
+            )
+            return
+        out = Out()
+        if not steps:
+            out.line(f"run {short_id(run.run_id)} has no recorded steps")
+        for step in steps:
+            where = "/".join((*step.path, step.node))
+            head = Text(f"step {step.step}  {where}  {step.kind}  ", style="bold")
+            head.append_text(_status(step.status))
+            head.append(f"  {local_time(step.started_at, millis=True)}  {duration(step.duration)}")
+            out.show(head)
+            out.line(
+                f"  superstep {'-' if step.superstep is None else step.superstep}"
+                f" · branch {step.branch or '-'} · attempt {step.attempt}"
+                + (" · partial" if step.partial else "")
+                + (f" · child run {short_id(step.child_run_id)}" if step.child_run_id else "")
+            )
+            out.line(f"  input:    {preview(step.input, 100)}")
+            out.line(f"  output:   {preview(step.output, 100)}")
+            if step.decision is not None:
+                out.line(f"  decision: {preview(step.decision, 100)}")
+            if step.error is not None:
+                out.line(f"  error:    {step.error.type}: {step.error.message}", style="red")
+
+
+@runs_group.command("diff", context_settings=_CONTEXT)
+@click.argument("run_a", metavar="ID1")
+@click.argument("run_b", metavar="ID2")
+@db_option
+@json_option
+def runs_diff(run_a: str, run_b: str, db: str | None, as_json: bool) -> None:
+    """Compare two runs: per-node counts and timing, status changes, and where they first
+    diverge (a different path, outcome or state)."""
+    with _open(db) as ctx:
+        a, b = ctx.run(run_a), ctx.run(run_b)
+        result = ctx.store.diff_runs(a.run_id, b.run_id)
+        nodes = [
+            {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
+            for node in result.nodes
+        ]
+        divergence = result.first_divergence
+        first = None if divergence is None else jsonable(divergence.to_dict())
+        if as_json:
+            emit_json(
+                "runs diff",
+                {"a": run_dict(a), "b": run_dict(b), "nodes": nodes, "first_divergence": first},
+            )
+            return
+        out = Out()
+        runs: list[list[str | Text]] = []
+        for label, run in (("a", a), ("b", b)):
+            steps = "-" if run.step_count is None else str(run.step_count)
+            runs.append(
+                [label, short_id(run.run_id), run.name, _status(run.status),
+                 duration(run.duration), steps]
+            )  # fmt: skip
+        out.show(text_table(["", "run", "name", "status", "duration", "steps"], runs, right=[4, 5]))
+        out.line("")
+        rows: list[list[str | Text]] = []
+        for node in nodes:
+            changed = node["status_changed"]
+            status = (
+                f"{_statuses(node['statuses_a'])} -> {_statuses(node['statuses_b'])}"
+                if changed
+                else _statuses(node["statuses_a"])
+            )
+            rows.append(
+                [
+                    str(node["node"]),
+                    str(node["count_a"]),
+                    str(node["count_b"]),
+                    duration(node["total_a"]),
+                    duration(node["total_b"]),
+                    _signed(node["delta"]),
+                    Text(status, style="yellow" if changed else ""),
+                ]
+            )
+        headers = ["node", "runs a", "runs b", "time a", "time b", "delta", "status"]
+        out.show(text_table(headers, rows, right=[1, 2, 3, 4, 5]))
+        out.line("")
+        if first is None:
+            out.line("no divergence: the same path, outcomes and states")
+        else:
+            out.line(f"first divergence ({first['kind']}): {first['detail']}", style="bold")
+
+
+def _statuses(counts: dict[str, int]) -> str:
+    if not counts:
+        return "-"
+    return ", ".join(f"{n} {status}" if n != 1 else status for status, n in sorted(counts.items()))
+
+
+def _signed(seconds: float) -> str:
+    text = duration(abs(seconds))
+    if text == duration(0.0):
+        return "±" + text
+    return ("+" if seconds > 0 else "-") + text
+
+
+def _speed(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    text = value.strip().lower().removesuffix("x")
+    try:
+        speed = float(text)
+    except ValueError:
+        speed = 0.0
+    if not speed > 0:
+        raise click.BadParameter(f"{value!r} is not a speed; use e.g. 2x, 0.5x or 10")
+    return speed
+
+
+def _kinds(ctx: click.Context, param: click.Parameter, value: str | None) -> set[str] | None:
+    if value is None:
+        return None
+    kinds = {k.strip().lower() for k in value.split(",") if k.strip()}
+    unknown = sorted(kinds - set(_KINDS))
+    if unknown or not kinds:
+        raise click.BadParameter(
+            f"unknown kind {', '.join(map(repr, unknown)) or repr(value)}; use a comma-separated "
+            "list of " + ", ".join(_KINDS)
+        )
+    return kinds
+
+
+def _replay_events(
+    ctx: _Ctx, run: RunRecord, kinds: set[str] | None, from_step: int | None
+) -> list[dict[str, Any]]:
+    pending: list[tuple[float, int, int, StepRecord, str]] = []
+    order = 0
+    runs = [run]
+    while runs:
+        current = runs.pop(0)
+        runs.extend(ctx.children(current.run_id))
+        for step in ctx.store.get_steps(current.run_id, values=False):
+            if current is run and from_step is not None and step.step < from_step:
+                continue
+            if kinds is not None and step.kind not in kinds:
+                continue
+            pending.append((step.started_at or 0.0, 0, order, step, "before"))
+            order += 1
+            if step.ended_at is not None:
+                end = "error" if step.status == "failed" else "after"
+                pending.append((step.ended_at, 1, order, step, end))
+                order += 1
+    pending.sort(key=lambda e: (e[0], e[1], e[2]))
+    first = pending[0][0] if pending else 0.0
+    events = []
+    for moment, _, _, step, kind in pending:
+        event: dict[str, Any] = {
+            "offset": round(max(moment - first, 0.0), 6),
+            "time": iso(moment or None),
+            "event": kind,
+            "run_id": step.run_id,
+            "step": step.step,
+            "node": step.node,
+            "kind": step.kind,
+            "path": list(step.path),
+            "status": step.status,
+        }
+        if kind != "before":
+            event["duration"] = step.duration
+            event["decision"] = jsonable(step.decision)
+        if kind == "error":
+            event["error"] = _error_dict(step.error)
+        events.append(event)
+    return events
+
+
+@runs_group.command("replay", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@click.option("--timed", is_flag=True, help="wait between events as long as the run did")
+@click.option(
+    "--speed",
+    default="1x",
+    show_default=True,
+    callback=_speed,
+    help="with --timed: 2x is twice as fast",
+)
+@click.option(
+    "--filter",
+    "kinds",
+    metavar="KINDS",
+    callback=_kinds,
+    help="only these unit kinds, comma-separated: node, tool, llm, handoff, agent",
+)
+@click.option("--from-step", type=int, metavar="N", help="start at step N of the run")
+@db_option
+@json_option
+def runs_replay(
+    run_id: str,
+    timed: bool,
+    speed: float,
+    kinds: set[str] | None,
+    from_step: int | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Replay the recorded steps of run ID (and its nested runs) as before/after events."""
+    with _open(db) as ctx:
+        run = ctx.run(run_id)
+        events = _replay_events(ctx, run, kinds, from_step)
+    if as_json:
+        emit_json("runs replay", {"run_id": run.run_id, "events": events})
+        return
+    out = Out()
+    out.line(f"replaying run {short_id(run.run_id)} ({run.name}): {len(events)} events")
+    previous = 0.0
+    for event in events:
+        if timed:
+            gap = (event["offset"] - previous) / speed
+            if gap > 0:
+                time.sleep(gap)
+        previous = event["offset"]
+        indent = "  " * len(event["path"])
+        head = f"+{event['offset']:8.3f}s  {indent}{event['event']:<6}  {event['kind']} "
+        head += f"{event['node']!r} (step {event['step']})"
+        if event["event"] == "after":
+            head += f" {duration(event.get('duration'))}"
+            if event.get("decision") is not None:
+                head += f" -> {preview(event['decision'], 60)}"
+        elif event["event"] == "error" and event.get("error"):
+            head += f" {event['error']['type']}: {event['error']['message']}"
+        out.line(head, style="red" if event["event"] == "error" else None)
+
+
+@runs_group.command("prune", context_settings=_CONTEXT)
+@click.option("--older-than", type=WHEN, help="delete runs started before WHEN (e.g. '7d ago')")
+@click.option("--keep", type=click.IntRange(min=0), help="keep only the newest N runs")
+@click.option("--yes", "-y", is_flag=True, help="do not ask for confirmation")
+@db_option
+def runs_prune(older_than: dt.datetime | None, keep: int | None, yes: bool, db: str | None) -> None:
+    """Delete recorded runs (with their steps and nested runs)."""
+    if older_than is None and keep is None:
+        raise click.UsageError("say what to delete: --older-than WHEN and/or --keep N")
+    with _open(db) as ctx:
+        what = []
+        if older_than is not None:
+            what.append(f"runs started before {older_than:%Y-%m-%d %H:%M:%S}")
+        if keep is not None:
+            what.append(f"all but the newest {keep} runs")
+        if not yes:
+            click.confirm(f"delete {' and '.join(what)} from {ctx.label}?", abort=True)
+        count = ctx.store.prune(older_than=_epoch(older_than), keep=keep)
+        click.echo(f"deleted {count} run{'s' if count != 1 else ''} from {ctx.label}")

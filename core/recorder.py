@@ -1,0 +1,240 @@
+"""The built-in recorder: every finished unit and every run, written to a store off the hot path.
+
+The debugged program only appends to a queue (a few hundred nanoseconds per unit); a writer
+thread turns the queued units into :class:`~flowdbg.records.StepRecord` s (resolving deferred
+state and decisions there), and writes them in batches, one transaction each. The queue is
+bounded: when the writer cannot keep up, new steps are dropped and counted rather than slowing
+or blocking the run (a warning says so once). At interpreter exit the queue is flushed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import logging
+import os
+import socket
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.events import ErrorInfo
+from flowdbg.records import RunRecord, StepRecord
+
+if TYPE_CHECKING:
+    from flowdbg.runtime import RunScope, Unit
+    from flowdbg.store import Store
+
+__all__ = ["Recorder", "run_record", "step_record"]
+
+log = logging.getLogger("flowdbg.recorder")
+
+_HOST = socket.gethostname()
+
+
+def step_record(unit: Unit) -> StepRecord:
+    """The record of a finished (or running) unit."""
+    state, decision = unit.resolved()
+    value = unit.record_value
+    error = value("exception")
+    return StepRecord(
+        run_id=unit.run.info.run_id,
+        step=unit.step,
+        node=unit.node,
+        kind=unit.kind,
+        path=unit.run.path,
+        superstep=unit.superstep,
+        branch=unit.branch,
+        attempt=unit.attempt,
+        status=unit.status,
+        started_at=value("started_at") or 0.0,
+        ended_at=value("ended_at"),
+        input=value("input"),
+        output=value("output"),
+        state=state,
+        decision=decision,
+        error=None if error is None else ErrorInfo.from_exception(error),
+        child_run_id=unit.child_run_id,
+    )
+
+
+def run_record(scope: RunScope) -> RunRecord:
+    """The record of a run (its current status)."""
+    info = scope.info
+    parent = scope.parent_unit
+    return RunRecord(
+        run_id=info.run_id,
+        framework=info.framework,
+        name=info.name,
+        parent_run_id=info.parent_run_id,
+        root_run_id=info.root_run_id,
+        parent_step=None if parent is None else parent.step,
+        path=info.path,
+        status=info.status.value,
+        started_at=info.started_at,
+        ended_at=info.ended_at,
+        input=info.input,
+        output=info.output,
+        error=None if info.error is None else ErrorInfo.from_exception(info.error),
+        pid=os.getpid(),
+        host=_HOST,
+    )
+
+
+class Recorder:
+    """Queues runs and units and writes them to ``store`` from a writer thread.
+
+    :param store: where to write.
+    :param batch_size: most steps per transaction.
+    :param interval: seconds the writer waits for more before writing a partial batch.
+    :param max_queue: queued steps beyond which new steps are dropped (and counted).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        batch_size: int = 500,
+        interval: float = 0.05,
+        max_queue: int = 200_000,
+    ) -> None:
+        self.store = store
+        self.batch_size = batch_size
+        self.interval = interval
+        self.max_queue = max_queue
+        #: steps dropped because the queue was full
+        self.dropped = 0
+        self._queue: collections.deque[tuple[str, Any]] = collections.deque()
+        self._wake = threading.Event()
+        self._cond = threading.Condition()
+        self._taken = 0  # popped by the writer (under _take_lock)
+        self._written = 0
+        self._take_lock = threading.Lock()
+        self._closed = False
+        self._failed_once = False
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        _live.add(self)
+
+    # -- the hot path: called on the debugged program's threads and tasks --
+
+    def run_started(self, scope: RunScope) -> None:
+        self._put("run", scope)
+
+    def unit_finished(self, unit: Unit) -> None:
+        if len(self._queue) >= self.max_queue:
+            self.dropped += 1
+            if self.dropped == 1:
+                log.warning(
+                    "flowdbg's recorder is %d steps behind; dropping steps until it catches up "
+                    "(the run is not slowed down)",
+                    self.max_queue,
+                )
+            return
+        self._put("step", unit)
+
+    def run_ended(self, scope: RunScope) -> None:
+        self._put("end", scope)
+        self._wake.set()  # a finished run is written promptly
+
+    def _put(self, kind: str, item: Any) -> None:
+        self._queue.append((kind, item))
+        if self._thread is None:
+            self._start()
+        elif len(self._queue) >= self.batch_size:
+            self._wake.set()
+
+    # -- the writer thread --
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._work, name="flowdbg-recorder", daemon=True
+                )
+                self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            while self._queue:
+                self._write_some()
+            if self._closed and not self._queue:
+                return
+
+    def _write_some(self) -> None:
+        runs: list[RunRecord] = []
+        steps: list[StepRecord] = []
+        ended: list[RunRecord] = []
+        taken = 0
+        queue = self._queue
+        while queue and len(steps) < self.batch_size:
+            with self._take_lock:
+                kind, item = queue.popleft()
+                self._taken += 1
+            taken += 1
+            try:
+                if kind == "step":
+                    steps.append(step_record(item))
+                elif kind == "run":
+                    runs.append(run_record(item))
+                else:
+                    ended.append(run_record(item))
+            except Exception:  # never let one bad record stop the writer
+                log.exception("flowdbg could not record a %s; it is skipped", kind)
+        try:
+            self.store.write_batch(runs=runs, steps=steps, ended=ended)
+        except Exception as exc:
+            if not self._failed_once:
+                self._failed_once = True
+                log.error("flowdbg could not write to %s: %s", self.store.path, exc)
+        with self._cond:
+            self._written += taken
+            self._cond.notify_all()
+
+    # -- control --
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued before this call is written.
+
+        :returns: ``False`` if ``timeout`` seconds passed first.
+        """
+        if self._thread is None:
+            return True
+        with self._take_lock:
+            target = self._taken + len(self._queue)
+        self._wake.set()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._written < target:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining if remaining is not None else 0.5)
+                self._wake.set()
+        return True
+
+    def close(self, timeout: float | None = 10.0) -> None:
+        """Flush, stop the writer and close the store."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.store.close()
+
+
+_live: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for recorder in list(_live):
+        try:
+            recorder.flush(timeout=5.0)
+        except Exception:
+            pass

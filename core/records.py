@@ -1,0 +1,88 @@
+"""Records of what ran: one :class:`RunRecord` per run, one :class:`StepRecord` per unit.
+
+They are what the recorder writes to a store, what the run log keeps in memory, and what store
+queries return. Values (``input``, ``output``, ``state``, ``decision``) are the framework's own
+objects when a record is built live, and plain JSON values when it is read back from a store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowdbg.events import ErrorInfo
+
+__all__ = ["RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
+
+#: ``interrupted``: the run was left ``running`` by a process that no longer exists.
+RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted")
+#: ``completed``: the unit returned; ``failed``: it raised; ``running``: it had not finished.
+STEP_STATUSES = ("running", "completed", "failed")
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One execution of a unit (node, tool call, model call, handoff) and its outcome."""
+
+    run_id: str
+    step: int
+    node: str
+    kind: str = "node"
+    path: tuple[str, ...] = ()
+    superstep: int | None = None
+    branch: str | None = None
+    attempt: int = 1
+    status: str = "completed"
+    started_at: float = 0.0
+    ended_at: float | None = None
+    input: Any = None
+    output: Any = None
+    #: the state after the unit (None where the framework shows none)
+    state: Any = None
+    decision: Any = None
+    error: ErrorInfo | None = None
+    #: some value could not be serialized and was stored as a typed repr
+    partial: bool = False
+    #: id of the child run this unit started (a subgraph, a nested workflow), if any
+    child_run_id: str | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the unit took, or ``None`` if it had not finished."""
+        return None if self.ended_at is None else self.ended_at - self.started_at
+
+    @property
+    def depth(self) -> int:
+        """Nesting depth (0 in a top-level run)."""
+        return len(self.path)
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """One run: a top-level invocation or a nested one (``parent_run_id`` set)."""
+
+    run_id: str
+    framework: str
+    name: str
+    parent_run_id: str | None = None
+    root_run_id: str | None = None
+    #: the unit of the parent run that started this run (its step index there)
+    parent_step: int | None = None
+    path: tuple[str, ...] = ()
+    status: str = "running"
+    started_at: float = 0.0
+    ended_at: float | None = None
+    input: Any = None
+    output: Any = None
+    error: ErrorInfo | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    #: process that recorded the run (to tell a dead process's run from a live one)
+    pid: int | None = None
+    host: str | None = None
+    #: the number of steps recorded (filled by stores)
+    step_count: int | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, or ``None`` while running."""
+        return None if self.ended_at is None else self.ended_at - self.started_at

@@ -1,0 +1,456 @@
+"""The store interface every backend implements, and the parts all backends share."""
+
+from __future__ import annotations
+
+import abc
+import os
+import pathlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+from flowdbg.records import RunRecord, StepRecord
+from flowdbg.state import diff as state_diff
+
+__all__ = [
+    "DEFAULT_DB",
+    "Divergence",
+    "NodeDelta",
+    "RunDiff",
+    "Store",
+    "default_db_path",
+]
+
+_S = TypeVar("_S", bound="Store")
+
+#: where runs are recorded unless ``FLOWDBG_DB`` or ``--db`` says otherwise (relative to the
+#: current directory)
+DEFAULT_DB = ".flowdbg/flowdbg.db"
+
+
+def default_db_path() -> pathlib.Path:
+    """The database to use when none is given.
+
+    :returns: ``$FLOWDBG_DB`` when it is set (and not empty), else ``./.flowdbg/flowdbg.db``.
+    """
+    env = os.environ.get("FLOWDBG_DB", "").strip()
+    return pathlib.Path(env).expanduser() if env else pathlib.Path(DEFAULT_DB)
+
+
+# --------------------------------------------------------------------------------------------
+# Run diffs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class NodeDelta:
+    """How often a node ran in two runs, how long it took in total and how its runs ended."""
+
+    node: str
+    count_a: int = 0
+    count_b: int = 0
+    #: seconds, summed over the node's finished steps
+    total_a: float = 0.0
+    total_b: float = 0.0
+    #: step status -> how many of the node's steps ended so
+    statuses_a: dict[str, int] = field(default_factory=dict)
+    statuses_b: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def status_changed(self) -> bool:
+        """Whether the node's steps ended in different ways (say, one failed in ``b`` only);
+        a node that merely ran more often in one run has not changed status."""
+        return set(self.statuses_a) != set(self.statuses_b)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "node": self.node,
+            "count_a": self.count_a,
+            "count_b": self.count_b,
+            "total_a": self.total_a,
+            "total_b": self.total_b,
+            "statuses_a": dict(self.statuses_a),
+            "statuses_b": dict(self.statuses_b),
+            "status_changed": self.status_changed,
+        }
+
+
+@dataclass
+class Divergence:
+    """The first place where two runs differ.
+
+    ``kind`` is ``"path"`` when different units ran (or one run stopped earlier), ``"status"``
+    when the same unit ended differently, ``"state"`` when it left a different state (or, for a
+    unit without a state, returned a different output; ``paths`` then start with ``output``).
+    """
+
+    kind: Literal["path", "state", "status"]
+    #: the step numbers in each run (``None`` where that run has no such step)
+    step_a: int | None
+    step_b: int | None
+    node_a: str | None
+    node_b: str | None
+    detail: str
+    #: the state paths whose values differ (``kind == "state"``)
+    paths: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "kind": self.kind,
+            "step_a": self.step_a,
+            "step_b": self.step_b,
+            "node_a": self.node_a,
+            "node_b": self.node_b,
+            "detail": self.detail,
+            "paths": list(self.paths),
+        }
+
+
+def _run_summary(run: RunRecord) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "name": run.name,
+        "framework": run.framework,
+        "status": run.status,
+        "started_at": run.started_at,
+        "ended_at": run.ended_at,
+        "duration": run.duration,
+        "step_count": run.step_count,
+        "error": None if run.error is None else run.error.to_dict(),
+    }
+
+
+@dataclass
+class RunDiff:
+    """Two runs compared: per-node counts, timings and outcomes, and where they first differ."""
+
+    a: RunRecord
+    b: RunRecord
+    #: one row per node that ran in either run, in order of first appearance
+    nodes: list[NodeDelta]
+    #: ``None`` when the runs took the same path with the same states and outcomes
+    first_divergence: Divergence | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``a``, ``b`` (run summaries), ``nodes``, ``first_divergence``."""
+        return {
+            "a": _run_summary(self.a),
+            "b": _run_summary(self.b),
+            "nodes": [node.to_dict() for node in self.nodes],
+            "first_divergence": None
+            if self.first_divergence is None
+            else self.first_divergence.to_dict(),
+        }
+
+
+@dataclass
+class DiffRow:
+    """A step as :meth:`Store.diff_runs` compares it: the record (without values) and tokens
+    standing for its state and output. Equal tokens mean equal values; unequal tokens are
+    loaded with :meth:`Store._diff_value` and compared."""
+
+    step: StepRecord
+    state: Any
+    output: Any
+
+
+def _aligned(rows: list[DiffRow]) -> list[DiffRow]:
+    """Steps in a canonical order: by step, but units of one superstep (which run concurrently
+    and may be numbered in any order) sorted by node, branch and attempt."""
+    rows = sorted(rows, key=lambda row: row.step.step)
+    out: list[DiffRow] = []
+    group: list[DiffRow] = []
+    for row in rows:
+        if group and (row.step.superstep is None or row.step.superstep != group[0].step.superstep):
+            out.extend(sorted(group, key=_concurrent_key))
+            group = []
+        if row.step.superstep is None:
+            out.append(row)
+        else:
+            group.append(row)
+    out.extend(sorted(group, key=_concurrent_key))
+    return out
+
+
+def _concurrent_key(row: DiffRow) -> tuple[str, str, int, int]:
+    step = row.step
+    return (step.node, step.branch or "", step.attempt, step.step)
+
+
+def _where(step: StepRecord) -> str:
+    return "/".join((*step.path, step.node))
+
+
+def _prefixed(prefix: str, paths: list[str]) -> list[str]:
+    return [prefix + ("" if not p else p if p.startswith("[") else "." + p) for p in paths]
+
+
+def _listing(paths: list[str]) -> str:
+    shown = ", ".join(p or "<root>" for p in paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+# --------------------------------------------------------------------------------------------
+# The interface
+# --------------------------------------------------------------------------------------------
+
+
+class Store(abc.ABC):
+    """Where runs and their steps are recorded, and read back from.
+
+    The recorder calls :meth:`write_batch` from its writer thread; front-ends read with the
+    query methods, from any thread or process. Values come back as plain JSON values. Run ids
+    may be given in full or as a unique prefix of at least 4 characters.
+    """
+
+    #: where the store lives, for messages
+    path: str
+
+    @abc.abstractmethod
+    def write_batch(
+        self,
+        *,
+        runs: Sequence[RunRecord] = (),
+        steps: Sequence[StepRecord] = (),
+        ended: Sequence[RunRecord] = (),
+    ) -> None:
+        """Write records in one transaction: new ``runs``, ``steps``, then ``ended`` runs.
+
+        Values (inputs, outputs, states, decisions) are serialized here: values that cannot be
+        serialized are stored as a typed repr (the step is flagged ``partial`` and a warning is
+        logged once per type), secrets are redacted. Writing the same records again changes
+        nothing.
+
+        :param runs: runs that started (inserted, or replaced if known).
+        :param steps: finished (or running) steps.
+        :param ended: runs that ended: their status, end time, output and error are updated.
+        :raises StoreError: if the database cannot be written.
+        """
+
+    @abc.abstractmethod
+    def get_run(self, run_id: str) -> RunRecord:
+        """One run, with its ``step_count``.
+
+        A run still ``running`` whose recording process (on this host) is gone is reported as
+        ``interrupted``.
+
+        :param run_id: the run's id, or a unique prefix of at least 4 characters.
+        :returns: the run.
+        :raises RunNotFound: if no run, or more than one, matches.
+        """
+
+    @abc.abstractmethod
+    def list_runs(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        name: str | None = None,
+        parent: str | None = None,
+        limit: int | None = 50,
+    ) -> list[RunRecord]:
+        """Runs, newest first.
+
+        :param status: only runs with this status (or one of these); ``"interrupted"`` works.
+        :param since: only runs started at or after this time (epoch seconds).
+        :param until: only runs started at or before this time (epoch seconds).
+        :param name: only runs whose name matches this glob (``*``, ``?``, ``[...]``).
+        :param parent: ``None`` for top-level runs, a run id for that run's children, ``"*"``
+            for every run.
+        :param limit: at most this many runs; ``None`` for all.
+        :returns: the runs.
+        """
+
+    @abc.abstractmethod
+    def get_steps(
+        self,
+        run_id: str,
+        *,
+        node: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        from_step: int | None = None,
+        to_step: int | None = None,
+        values: bool = True,
+    ) -> list[StepRecord]:
+        """A run's steps, in step order.
+
+        :param run_id: the run's id or a unique prefix.
+        :param node: only the steps of this node.
+        :param kind: only steps of this kind (``node``, ``tool``, ``llm``, ...).
+        :param status: only steps with this status.
+        :param from_step: only steps numbered at least this.
+        :param to_step: only steps numbered at most this.
+        :param values: ``False`` leaves ``input``, ``output`` and ``state`` as ``None`` (faster).
+        :returns: the steps.
+        :raises RunNotFound: if the run is unknown.
+        """
+
+    @abc.abstractmethod
+    def get_state(self, run_id: str, step: int | None = None) -> Any:
+        """The state after a step: the one recorded at the latest step at or before it.
+
+        :param run_id: the run's id or a unique prefix.
+        :param step: a step number; ``None`` for the latest state.
+        :returns: the state as plain JSON values, or ``None`` if no state was recorded by then.
+        :raises RunNotFound: if the run is unknown.
+        :raises StepNotFound: if ``step`` is outside the run's steps.
+        """
+
+    @abc.abstractmethod
+    def last_writers(self, run_id: str, step: int | None = None) -> dict[str, tuple[int, str]]:
+        """Which step last changed each top-level key of the state after ``step``.
+
+        :param run_id: the run's id or a unique prefix.
+        :param step: a step number; ``None`` for the latest state.
+        :returns: key -> ``(step, node)`` for every key of that state some step changed (keys
+            still as the run's input gave them are left out).
+        :raises RunNotFound: if the run is unknown.
+        :raises StepNotFound: if ``step`` is outside the run's steps.
+        """
+
+    @abc.abstractmethod
+    def prune(self, *, older_than: float | None = None, keep: int | None = None) -> int:
+        """Delete top-level runs, with their nested runs, steps and the values only they used.
+
+        Runs still being recorded by a live process are never deleted.
+
+        :param older_than: delete runs started before this time (epoch seconds).
+        :param keep: delete all but the newest ``keep`` top-level runs.
+        :returns: how many top-level runs were deleted.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the store; it cannot be used afterwards."""
+
+    # -- diffs: shared by every backend --
+
+    def _diff_rows(self, run_id: str) -> list[DiffRow]:
+        """The rows :meth:`diff_runs` compares; backends return cheap tokens instead."""
+        return [DiffRow(step, step.state, step.output) for step in self.get_steps(run_id)]
+
+    def _diff_value(self, token: Any) -> Any:
+        """The value a token of :meth:`_diff_rows` stands for."""
+        return token
+
+    def diff_runs(self, a: str, b: str) -> RunDiff:
+        """Compare two runs (typically of one graph): what ran, how long, and where they part.
+
+        Steps are compared in order (units of one superstep by node, as they run concurrently):
+        the first pair that ran different units is a ``path`` divergence, the first that ended
+        with a different status a ``status`` one, the first that left a different state a
+        ``state`` one, with the differing state paths.
+
+        :param a: a run id or unique prefix.
+        :param b: another.
+        :returns: the comparison.
+        :raises RunNotFound: if a run is unknown.
+        """
+        run_a, run_b = self.get_run(a), self.get_run(b)
+        rows_a = _aligned(self._diff_rows(run_a.run_id))
+        rows_b = _aligned(self._diff_rows(run_b.run_id))
+        return RunDiff(
+            a=run_a,
+            b=run_b,
+            nodes=_node_deltas(rows_a, rows_b),
+            first_divergence=self._first_divergence(rows_a, rows_b),
+        )
+
+    def _first_divergence(self, rows_a: list[DiffRow], rows_b: list[DiffRow]) -> Divergence | None:
+        for index in range(max(len(rows_a), len(rows_b))):
+            if index >= len(rows_a) or index >= len(rows_b):
+                longer, name, other = (
+                    (rows_a, "a", "b") if index < len(rows_a) else (rows_b, "b", "a")
+                )
+                step = longer[index].step
+                return Divergence(
+                    kind="path",
+                    step_a=step.step if name == "a" else None,
+                    step_b=step.step if name == "b" else None,
+                    node_a=step.node if name == "a" else None,
+                    node_b=step.node if name == "b" else None,
+                    detail=f"run {other} ended after {index} steps; run {name} went on with "
+                    f"{_where(step)!r} (step {step.step})",
+                )
+            row_a, row_b = rows_a[index], rows_b[index]
+            sa, sb = row_a.step, row_b.step
+            common = {
+                "step_a": sa.step,
+                "step_b": sb.step,
+                "node_a": sa.node,
+                "node_b": sb.node,
+            }
+            if (sa.path, sa.node, sa.kind) != (sb.path, sb.node, sb.kind):
+                return Divergence(
+                    kind="path",
+                    detail=f"run a ran {_where(sa)!r} (step {sa.step}) where run b ran "
+                    f"{_where(sb)!r} (step {sb.step})",
+                    **common,
+                )
+            if sa.status != sb.status:
+                detail = f"{_where(sa)!r} {sa.status} in run a and {sb.status} in run b"
+                error = sa.error or sb.error
+                if error is not None:
+                    detail += f" ({error.type}: {error.message})"
+                return Divergence(kind="status", detail=detail, **common)
+            paths = self._value_paths(row_a.state, row_b.state)
+            what = "state after"
+            if paths is None and row_a.state is None and row_b.state is None:
+                paths = self._value_paths(row_a.output, row_b.output)
+                paths = None if paths is None else _prefixed("output", paths)
+                what = "output of"
+            if paths is not None:
+                return Divergence(
+                    kind="state",
+                    detail=f"the {what} {_where(sa)!r} differs at {_listing(paths)}",
+                    paths=paths,
+                    **common,
+                )
+        return None
+
+    def _value_paths(self, token_a: Any, token_b: Any) -> list[str] | None:
+        """The paths where two values differ, ``None`` if they are equal."""
+        if token_a == token_b:
+            return None
+        value_a, value_b = self._diff_value(token_a), self._diff_value(token_b)
+        if value_a == value_b:
+            return None
+        return state_diff(value_a, value_b).paths or [""]
+
+    # -- context manager --
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _node_deltas(rows_a: list[DiffRow], rows_b: list[DiffRow]) -> list[NodeDelta]:
+    deltas: dict[str, NodeDelta] = {}
+    for side, rows in (("a", rows_a), ("b", rows_b)):
+        for row in rows:
+            step = row.step
+            delta = deltas.get(step.node)
+            if delta is None:
+                delta = deltas[step.node] = NodeDelta(step.node)
+            duration = step.duration or 0.0
+            statuses = delta.statuses_a if side == "a" else delta.statuses_b
+            statuses[step.status] = statuses.get(step.status, 0) + 1
+            if side == "a":
+                delta.count_a += 1
+                delta.total_a += duration
+            else:
+                delta.count_b += 1
+                delta.total_b += duration
+    return list(deltas.values())

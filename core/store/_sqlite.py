@@ -1,0 +1,1042 @@
+"""The embedded store: one SQLite file, shared safely by threads and processes.
+
+The file is in WAL mode: readers never block the writer and see whole transactions only; every
+:meth:`SQLiteStore.write_batch` is one ``BEGIN IMMEDIATE`` transaction, so a process killed at
+any moment leaves every batch it committed. Each thread has its own connection.
+
+Values live in the content-addressed ``blobs`` table (see :mod:`flowdbg.store._encode`); a
+column holding a value holds its *entry*: ``'[value]'`` inline, or ``'"key"'`` for a blob.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from flowdbg.events import ErrorInfo
+from flowdbg.records import RunRecord, StepRecord
+from flowdbg.store._base import DiffRow, Store
+from flowdbg.store._encode import (
+    DEFAULT_REDACT,
+    Encoder,
+    Packer,
+    build,
+    child_keys,
+    compile_redact,
+    compress,
+    parse_blob,
+    top_level,
+)
+from flowdbg.store._errors import RunNotFound, StepNotFound, StoreError
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+log = logging.getLogger("flowdbg.store")
+
+_HOST = socket.gethostname()
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_BUSY_TIMEOUT = 30.0
+_MIN_PREFIX = 4
+_BATCH = 500  # host parameters per IN (...) list
+_KNOWN_MAX = 100_000
+
+# --------------------------------------------------------------------------------------------
+# Schema and migrations
+# --------------------------------------------------------------------------------------------
+
+_V1 = [
+    """CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        parent TEXT,
+        root TEXT,
+        parent_step INTEGER,
+        name TEXT NOT NULL,
+        framework TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        error_type TEXT,
+        error_module TEXT,
+        error_message TEXT,
+        error_traceback TEXT,
+        input_ref TEXT,
+        output_ref TEXT,
+        tags TEXT NOT NULL DEFAULT '{}',
+        path TEXT NOT NULL DEFAULT '[]',
+        pid INTEGER,
+        host TEXT,
+        step_count INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX runs_started ON runs (started_at, id)",
+    "CREATE INDEX runs_parent ON runs (parent, started_at, id)",
+    "CREATE INDEX runs_status ON runs (status, started_at, id)",
+    "CREATE INDEX runs_root ON runs (root)",
+    """CREATE TABLE steps (
+        run_id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        superstep INTEGER,
+        path TEXT NOT NULL DEFAULT '[]',
+        node TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        started_at REAL NOT NULL,
+        ended_at REAL,
+        duration REAL,
+        decision TEXT,
+        error_type TEXT,
+        error_module TEXT,
+        error_message TEXT,
+        error_traceback TEXT,
+        branch TEXT,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        input_ref TEXT,
+        output_ref TEXT,
+        state_ref TEXT,
+        partial INTEGER NOT NULL DEFAULT 0,
+        child_run_id TEXT,
+        PRIMARY KEY (run_id, step)
+    ) WITHOUT ROWID""",
+    # get_state: the latest step at or before N that has a state, in one index lookup
+    "CREATE INDEX steps_state ON steps (run_id, step) WHERE state_ref IS NOT NULL",
+    """CREATE TABLE blobs (
+        id INTEGER PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        data BLOB NOT NULL
+    )""",
+]
+
+
+def _migrate_to_1(conn: sqlite3.Connection) -> None:
+    for statement in _V1:
+        conn.execute(statement)
+
+
+#: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+#: the schema this flowdbg writes and reads
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_RUN_COLUMNS = (
+    "id, parent, root, parent_step, name, framework, status, started_at, ended_at, "
+    "error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, "
+    "path, pid, host, step_count"
+)
+_STEP_COLUMNS = (
+    "run_id, step, superstep, path, node, kind, status, started_at, ended_at, duration, "
+    "decision, error_type, error_module, error_message, error_traceback, branch, attempt, "
+    "input_ref, output_ref, state_ref, partial, child_run_id"
+)
+_STEP_PARAMS = ", ".join("?" * len(_STEP_COLUMNS.split(", ")))
+
+_UPSERT_RUN = """
+INSERT INTO runs (id, parent, root, parent_step, name, framework, status, started_at, ended_at,
+    error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, path,
+    pid, host, step_count)
+VALUES (:id, :parent, :root, :parent_step, :name, :framework, :status, :started_at, :ended_at,
+    :error_type, :error_module, :error_message, :error_traceback, :input_ref, :output_ref, :tags,
+    :path, :pid, :host, (SELECT count(*) FROM steps WHERE run_id = :id))
+ON CONFLICT (id) DO UPDATE SET
+    parent = excluded.parent, root = excluded.root, parent_step = excluded.parent_step,
+    name = excluded.name, framework = excluded.framework, started_at = excluded.started_at,
+    tags = excluded.tags, path = excluded.path,
+    pid = coalesce(excluded.pid, pid), host = coalesce(excluded.host, host),
+    input_ref = coalesce(excluded.input_ref, input_ref),
+    {ending}
+"""
+# a run that started: never turns an ended run back into a running one
+_STARTED = _UPSERT_RUN.format(
+    ending="""status = CASE WHEN excluded.status = 'running' THEN status ELSE excluded.status END,
+    ended_at = coalesce(excluded.ended_at, ended_at),
+    output_ref = coalesce(excluded.output_ref, output_ref),
+    error_type = coalesce(excluded.error_type, error_type),
+    error_module = coalesce(excluded.error_module, error_module),
+    error_message = coalesce(excluded.error_message, error_message),
+    error_traceback = coalesce(excluded.error_traceback, error_traceback)"""
+)
+# a run that ended: its outcome replaces what was there
+_ENDED = _UPSERT_RUN.format(
+    ending="""status = excluded.status, ended_at = excluded.ended_at,
+    output_ref = excluded.output_ref, error_type = excluded.error_type,
+    error_module = excluded.error_module, error_message = excluded.error_message,
+    error_traceback = excluded.error_traceback"""
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process that recorded a run may still be running it."""
+    if pid is None or host != _HOST or pid == os.getpid():
+        return True
+    if os.name == "nt":  # os.kill(pid, 0) would terminate the process on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: someone else's live process
+        return True
+    try:  # a killed child not yet reaped by its parent still answers signals
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _text(value: str | None) -> str | None:
+    """Text SQLite can store: lone surrogates (from badly decoded bytes) escaped."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _error_columns(error: ErrorInfo | None) -> tuple[str | None, ...]:
+    if error is None:
+        return (None, None, None, None)
+    return (_text(error.type), _text(error.module), _text(error.message), _text(error.traceback))
+
+
+def _error(row: Sequence[Any], at: int) -> ErrorInfo | None:
+    if row[at] is None:
+        return None
+    return ErrorInfo(
+        type=row[at],
+        module=row[at + 1] or "",
+        message=row[at + 2] or "",
+        traceback=row[at + 3] or "",
+    )
+
+
+def _entry(column: str | None) -> Any:
+    return None if column is None else json.loads(column)
+
+
+def _chunked(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _prefix_end(prefix: str) -> str:
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
+def _short(run_id: str) -> str:
+    return run_id[:8]
+
+
+# --------------------------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------------------------
+
+
+class SQLiteStore(Store):
+    """Runs recorded in one SQLite file.
+
+    :param path: the database file; created (with its folder) when missing, unless ``create``
+        is false.
+    :param create: create the database if it does not exist.
+    :param readonly: open for reading only; :meth:`write_batch` and :meth:`prune` raise.
+    :param redact: key patterns whose values are stored as ``"[REDACTED]"`` (case-insensitive
+        regular expressions); ``()`` to store everything.
+    :raises StoreError: if the file is not a flowdbg database, was written by a newer flowdbg,
+        is missing (``create=False`` or ``readonly``), or cannot be created.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        redact: Sequence[str] = DEFAULT_REDACT,
+    ) -> None:
+        self._file = Path(os.fspath(path)).expanduser().absolute()
+        self.path = str(self._file)
+        self.readonly = readonly
+        self._redact = compile_redact(tuple(redact))
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._closed = False
+        # blob keys this store committed, so that unchanged values are not offered again; void
+        # when another connection prunes (the prune generation in meta changes)
+        self._known: dict[str, None] = {}
+        self._known_generation: str | None = None
+        self._warned: set[str] = set()
+        self._check_file(create and not readonly)
+        self._setup(self._connect())
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}{', readonly=True' if self.readonly else ''})"
+
+    # -- opening --
+
+    def _missing(self) -> StoreError:
+        return StoreError(f"no flowdbg database at {self.path}; record a run first or pass --db")
+
+    def _foreign(self, why: str) -> StoreError:
+        return StoreError(
+            f"{self.path} is not a flowdbg database ({why}); pass --db with the path of a "
+            "flowdbg database, or move that file away"
+        )
+
+    def _check_file(self, create: bool) -> None:
+        """Refuse files that are not SQLite before SQLite touches them; create the folder."""
+        try:
+            if self._file.is_dir():
+                raise self._foreign("it is a directory")
+            if self._file.exists():
+                with open(self._file, "rb") as file:
+                    head = file.read(len(_SQLITE_MAGIC))
+                if head and head != _SQLITE_MAGIC:
+                    raise self._foreign("it is not an SQLite file")
+                if head or create:
+                    return
+                raise self._missing()  # an empty file, and we may not create the database
+            if not create:
+                raise self._missing()
+            self._file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot use {self.path} as a flowdbg database ({exc.strerror or exc}); pass "
+                "--db (or set FLOWDBG_DB) with a path you can write"
+            ) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"the store {self.path} is closed; open it again with open_store()")
+        try:
+            if self.readonly:
+                conn = sqlite3.connect(
+                    self._file.as_uri() + "?mode=ro",
+                    uri=True,
+                    timeout=_BUSY_TIMEOUT,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self._file,
+                    timeout=_BUSY_TIMEOUT,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT * 1000)}")
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open the flowdbg database {self.path} ({exc}); pass --db (or set "
+                "FLOWDBG_DB) with a path you can write"
+            ) from exc
+        with self._lock:
+            self._connections.append(conn)
+        self._local.conn = conn
+        self._local.pid = os.getpid()
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or self._local.pid != os.getpid() or self._closed:
+            conn = self._connect()
+            if not self.readonly:
+                conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _setup(self, conn: sqlite3.Connection) -> None:
+        """Check the schema, then create or migrate it, all before writing anything."""
+        try:
+            version = self._schema_version(conn)
+            if version is None and self.readonly:
+                raise self._missing()
+            if version is not None and version > SCHEMA_VERSION:
+                raise self._newer(version)
+            if self.readonly:
+                if version != SCHEMA_VERSION:
+                    raise StoreError(
+                        f"database {self.path} has schema {version}, older than this flowdbg's "
+                        f"({SCHEMA_VERSION}); open it once without --readonly to upgrade it"
+                    )
+                return
+            # Only now is the file known to be ours (or empty): it may be changed.
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if version != SCHEMA_VERSION:
+                self._migrate(conn)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreError(
+                    f"cannot use the flowdbg database {self.path} ({exc}); pass --db (or set "
+                    "FLOWDBG_DB) with a path you can write"
+                ) from exc
+            raise self._foreign(str(exc)) from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def _newer(self, version: int) -> StoreError:
+        return StoreError(
+            f"database {self.path} was written by a newer flowdbg (schema {version}; this "
+            f"flowdbg reads up to {SCHEMA_VERSION}); upgrade flowdbg"
+        )
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        """The schema version; ``None`` for an empty database; refuses foreign ones."""
+        tables = {
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if not tables:
+            return None
+        if "meta" not in tables:
+            listed = ", ".join(sorted(tables)[:5])
+            raise self._foreign(f"it has tables {listed} but no flowdbg schema")
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("app") != "flowdbg":
+            raise self._foreign("its meta table is not flowdbg's")
+        try:
+            return int(meta["schema_version"])
+        except (KeyError, ValueError):
+            raise self._foreign("it has no schema version") from None
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._schema_version(conn)  # again: another process may have done it
+            if version is not None and version > SCHEMA_VERSION:
+                raise self._newer(version)
+            if version is None:
+                conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("app", "flowdbg"), ("schema_version", "0"), ("prune_generation", "0")],
+                )
+                version = 0
+            for migrate in MIGRATIONS[version:]:
+                migrate(conn)
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Close every connection of this store (from any thread)."""
+        self._closed = True
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            try:
+                conn.close()
+            except sqlite3.Error:  # pragma: no cover - closing does not fail in practice
+                pass
+
+    # -- transactions --
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"could not {doing} the flowdbg database {self.path} ({exc}); check that the disk "
+                "has room and the file is writable, or pass --db with another path"
+            ) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees the same snapshot."""
+        conn = self._conn()
+        with self._errors("read"):
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.readonly:
+            raise StoreError(
+                f"the store {self.path} is open read-only; open it without readonly to change it"
+            )
+        conn = self._conn()
+        with self._errors("write to"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # -- writing --
+
+    def _encode(
+        self, encoder: Encoder, packer: Packer, value: Any, where: str
+    ) -> tuple[str | None, bool]:
+        if value is None:
+            return None, False
+        plain, partial = encoder.encode(value)
+        if partial:
+            self._warn(encoder.failures, where)
+        return packer.column(plain), partial
+
+    def _warn(self, types: Iterable[str], where: str) -> None:
+        for name in types:
+            with self._lock:
+                if name in self._warned:
+                    continue
+                self._warned.add(name)
+            log.warning(
+                "flowdbg could not serialize a value of type %s %s; stored its repr", name, where
+            )
+
+    def _run_params(self, run: RunRecord, encoder: Encoder, packer: Packer) -> dict[str, Any]:
+        where = f"of run {run.run_id}"
+        input_ref, _ = self._encode(encoder, packer, run.input, "in the input " + where)
+        output_ref, _ = self._encode(encoder, packer, run.output, "in the output " + where)
+        error_type, error_module, error_message, error_traceback = _error_columns(run.error)
+        return {
+            "id": run.run_id,
+            "parent": run.parent_run_id,
+            "root": run.root_run_id,
+            "parent_step": run.parent_step,
+            "name": _text(run.name),
+            "framework": run.framework,
+            "status": run.status,
+            "started_at": run.started_at,
+            "ended_at": run.ended_at,
+            "error_type": error_type,
+            "error_module": error_module,
+            "error_message": error_message,
+            "error_traceback": error_traceback,
+            "input_ref": input_ref,
+            "output_ref": output_ref,
+            "tags": json.dumps({str(k): str(v) for k, v in (run.tags or {}).items()}),
+            "path": json.dumps(list(run.path)),
+            "pid": run.pid,
+            "host": run.host,
+        }
+
+    def _step_params(self, step: StepRecord, encoder: Encoder, packer: Packer) -> tuple[Any, ...]:
+        where = f"at step {step.step} of run {step.run_id}"
+        input_ref, p1 = self._encode(encoder, packer, step.input, where)
+        output_ref, p2 = self._encode(encoder, packer, step.output, where)
+        state_ref, p3 = self._encode(encoder, packer, step.state, where)
+        decision = None
+        p4 = False
+        if step.decision is not None:
+            plain, p4 = encoder.encode(step.decision)
+            if p4:
+                self._warn(encoder.failures, where)
+            decision = json.dumps(plain, separators=(",", ":"))
+        duration = None if step.ended_at is None else step.ended_at - step.started_at
+        return (
+            step.run_id,
+            step.step,
+            step.superstep,
+            json.dumps(list(step.path)),
+            _text(step.node),
+            step.kind,
+            step.status,
+            step.started_at,
+            step.ended_at,
+            duration,
+            decision,
+            *_error_columns(step.error),
+            _text(step.branch),
+            step.attempt,
+            input_ref,
+            output_ref,
+            state_ref,
+            int(bool(step.partial or p1 or p2 or p3 or p4)),
+            step.child_run_id,
+        )
+
+    def write_batch(
+        self,
+        *,
+        runs: Sequence[RunRecord] = (),
+        steps: Sequence[StepRecord] = (),
+        ended: Sequence[RunRecord] = (),
+    ) -> None:
+        """See :meth:`Store.write_batch`."""
+        if not (runs or steps or ended):
+            return
+        # Serialize before taking the write lock, so that other writers wait only for SQL.
+        encoder = Encoder(self._redact)
+        packer = Packer()
+        started_rows = [self._run_params(run, encoder, packer) for run in runs]
+        step_rows: dict[str, list[tuple[Any, ...]]] = {}
+        for step in steps:
+            step_rows.setdefault(step.run_id, []).append(self._step_params(step, encoder, packer))
+        ended_rows = [self._run_params(run, encoder, packer) for run in ended]
+        offered: list[str] = []
+        with self._write() as conn:
+            generation = conn.execute(
+                "SELECT value FROM meta WHERE key = 'prune_generation'"
+            ).fetchone()[0]
+            with self._lock:
+                if generation != self._known_generation:
+                    self._known.clear()
+                    self._known_generation = generation
+                offered = [key for key in packer.blobs if key not in self._known]
+            conn.executemany(
+                "INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)",
+                [(key, compress(packer.blobs[key])) for key in offered],
+            )
+            conn.executemany(_STARTED, started_rows)
+            for run_id, rows in step_rows.items():
+                added = conn.executemany(
+                    f"INSERT OR IGNORE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})", rows
+                ).rowcount
+                if added < len(rows):  # some were written before: write them again
+                    conn.executemany(
+                        f"INSERT OR REPLACE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})",
+                        rows,
+                    )
+                if added:
+                    conn.execute(
+                        "UPDATE runs SET step_count = step_count + ? WHERE id = ?", (added, run_id)
+                    )
+            conn.executemany(_ENDED, ended_rows)
+        with self._lock:
+            if generation == self._known_generation:
+                if len(self._known) + len(offered) > _KNOWN_MAX:
+                    self._known.clear()
+                self._known.update(dict.fromkeys(offered))
+
+    # -- reading values --
+
+    def _load(self, conn: sqlite3.Connection, entries: Iterable[Any]) -> dict[str, tuple[int, Any]]:
+        """Every blob the entries reach, parsed, by key."""
+        blobs: dict[str, tuple[int, Any]] = {}
+        pending = list({entry for entry in entries if type(entry) is str})
+        while pending:
+            found: list[str] = []
+            for chunk in _chunked(pending):
+                marks = ", ".join("?" * len(chunk))
+                for key, data in conn.execute(
+                    f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", chunk
+                ):
+                    blobs[key] = parse_blob(data)
+                    found.append(key)
+            if len(found) < len(pending):
+                missing = sorted(set(pending) - set(found))
+                raise StoreError(
+                    f"the flowdbg database {self.path} lacks {len(missing)} stored value(s) "
+                    f"(first {missing[0]!r}); it is damaged: prune the affected runs or pass "
+                    "--db with another database"
+                )
+            pending = list(
+                {child for key in found for child in child_keys(*blobs[key]) if child not in blobs}
+            )
+        return blobs
+
+    def _values(self, conn: sqlite3.Connection, columns: Sequence[str | None]) -> list[Any]:
+        entries = [_entry(column) for column in columns]
+        blobs = self._load(conn, entries)
+        return [None if entry is None else build(entry, blobs) for entry in entries]
+
+    # -- runs --
+
+    def _resolve(self, conn: sqlite3.Connection, run_id: str) -> tuple[Any, ...]:
+        """The runs row of an id or unique prefix."""
+        query = f"SELECT {_RUN_COLUMNS} FROM runs"
+        row = conn.execute(f"{query} WHERE id = ?", (run_id,)).fetchone()
+        if row is not None:
+            return tuple(row)
+        hint = "list runs with: flowdbg runs ls"
+        if len(run_id) < _MIN_PREFIX:
+            raise RunNotFound(
+                f"no run {run_id!r} in {self.path}; give at least {_MIN_PREFIX} characters of a "
+                f"run id ({hint})"
+            )
+        rows: list[Any] = []
+        for prefix in dict.fromkeys((run_id, run_id.lower())):
+            rows = conn.execute(
+                f"{query} WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
+                (prefix, _prefix_end(prefix)),
+            ).fetchall()
+            if rows:
+                break
+        if not rows:
+            raise RunNotFound(f"no run {run_id!r} in {self.path}; {hint}")
+        if len(rows) > 1:
+            ids = ", ".join(repr(r[0]) for r in rows[:5]) + (" and more" if len(rows) > 5 else "")
+            raise RunNotFound(
+                f"run id prefix {run_id!r} is ambiguous in {self.path}: it matches {ids}; "
+                "give more characters"
+            )
+        return tuple(rows[0])
+
+    def _runs(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
+        values = self._values(conn, [column for row in rows for column in (row[13], row[14])])
+        out: list[RunRecord] = []
+        for index, row in enumerate(rows):
+            status = row[6]
+            if status == "running" and not _alive(row[17], row[18]):
+                status = "interrupted"
+            out.append(
+                RunRecord(
+                    run_id=row[0],
+                    parent_run_id=row[1],
+                    root_run_id=row[2],
+                    parent_step=row[3],
+                    name=row[4],
+                    framework=row[5],
+                    status=status,
+                    started_at=row[7],
+                    ended_at=row[8],
+                    error=_error(row, 9),
+                    input=values[2 * index],
+                    output=values[2 * index + 1],
+                    tags=json.loads(row[15]),
+                    path=tuple(json.loads(row[16])),
+                    pid=row[17],
+                    host=row[18],
+                    step_count=row[19],
+                )
+            )
+        return out
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """See :meth:`Store.get_run`."""
+        with self._read() as conn:
+            return self._runs(conn, [self._resolve(conn, run_id)])[0]
+
+    def list_runs(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        name: str | None = None,
+        parent: str | None = None,
+        limit: int | None = 50,
+    ) -> list[RunRecord]:
+        """See :meth:`Store.list_runs`."""
+        where: list[str] = []
+        params: list[Any] = []
+        if parent is None:
+            where.append("parent IS NULL")
+        elif parent != "*":
+            where.append("parent = ?")
+            params.append(parent)
+        wanted: set[str] | None = None
+        if status is not None:
+            wanted = {status} if isinstance(status, str) else set(status)
+            stored = (wanted - {"interrupted"}) | (
+                {"running"} if "interrupted" in wanted else set()
+            )
+            if not stored:
+                return []
+            where.append(f"status IN ({', '.join('?' * len(stored))})")
+            params.extend(sorted(stored))
+        if since is not None:
+            where.append("started_at >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("started_at <= ?")
+            params.append(until)
+        if name is not None:
+            where.append("name GLOB ?")
+            params.append(name)
+        # "running" and "interrupted" are told apart only here, by asking the OS
+        check = wanted is not None and ("running" in wanted) != ("interrupted" in wanted)
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY started_at DESC, id DESC"
+        if limit is not None and not check:
+            sql += f" LIMIT {max(int(limit), 0)}"
+        with self._read() as conn:
+            rows: list[Any] = []
+            for row in conn.execute(sql, params):
+                if limit is not None and len(rows) >= limit:
+                    break
+                if check and wanted is not None:
+                    effective = row[6]
+                    if effective == "running" and not _alive(row[17], row[18]):
+                        effective = "interrupted"
+                    if effective not in wanted:
+                        continue
+                rows.append(row)
+            return self._runs(conn, rows)
+
+    # -- steps --
+
+    def get_steps(
+        self,
+        run_id: str,
+        *,
+        node: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        from_step: int | None = None,
+        to_step: int | None = None,
+        values: bool = True,
+    ) -> list[StepRecord]:
+        """See :meth:`Store.get_steps`."""
+        with self._read() as conn:
+            rid = self._resolve(conn, run_id)[0]
+            where = ["run_id = ?"]
+            params: list[Any] = [rid]
+            for column, value in (("node", node), ("kind", kind), ("status", status)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    params.append(value)
+            if from_step is not None:
+                where.append("step >= ?")
+                params.append(from_step)
+            if to_step is not None:
+                where.append("step <= ?")
+                params.append(to_step)
+            rows = conn.execute(
+                f"SELECT {_STEP_COLUMNS} FROM steps WHERE {' AND '.join(where)} ORDER BY step",
+                params,
+            ).fetchall()
+            decoded: list[Any] = []
+            if values:
+                decoded = self._values(
+                    conn, [c for row in rows for c in (row[17], row[18], row[19])]
+                )
+        out: list[StepRecord] = []
+        for index, row in enumerate(rows):
+            record = StepRecord(
+                run_id=row[0],
+                step=row[1],
+                superstep=row[2],
+                path=tuple(json.loads(row[3])),
+                node=row[4],
+                kind=row[5],
+                status=row[6],
+                started_at=row[7],
+                ended_at=row[8],
+                decision=None if row[10] is None else json.loads(row[10]),
+                error=_error(row, 11),
+                branch=row[15],
+                attempt=row[16],
+                partial=bool(row[20]),
+                child_run_id=row[21],
+            )
+            if values:
+                record.input, record.output, record.state = decoded[3 * index : 3 * index + 3]
+            out.append(record)
+        return out
+
+    def _state_column(
+        self, conn: sqlite3.Connection, rid: str, step: int | None
+    ) -> tuple[int, str] | None:
+        """``(step, state column)`` of the latest state at or before ``step``."""
+        if step is not None:
+            # two queries: SQLite answers each of min() and max() with one index lookup
+            (low,) = conn.execute("SELECT min(step) FROM steps WHERE run_id = ?", (rid,)).fetchone()
+            (high,) = conn.execute(
+                "SELECT max(step) FROM steps WHERE run_id = ?", (rid,)
+            ).fetchone()
+            if low is None:
+                raise StepNotFound(f"run {_short(rid)!r} has no steps; step {step} is out of range")
+            if not low <= step <= high:
+                raise StepNotFound(
+                    f"run {_short(rid)!r} has steps {low}..{high}; step {step} is out of range"
+                )
+        sql = "SELECT step, state_ref FROM steps WHERE run_id = ? AND state_ref IS NOT NULL"
+        params: list[Any] = [rid]
+        if step is not None:
+            sql += " AND step <= ?"
+            params.append(step)
+        row = conn.execute(sql + " ORDER BY step DESC LIMIT 1", params).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def get_state(self, run_id: str, step: int | None = None) -> Any:
+        """See :meth:`Store.get_state`."""
+        with self._read() as conn:
+            rid = self._resolve(conn, run_id)[0]
+            found = self._state_column(conn, rid, step)
+            if found is None:
+                return None
+            return self._values(conn, [found[1]])[0]
+
+    def last_writers(self, run_id: str, step: int | None = None) -> dict[str, tuple[int, str]]:
+        """See :meth:`Store.last_writers`."""
+        with self._read() as conn:
+            run = self._resolve(conn, run_id)
+            rid = run[0]
+            found = self._state_column(conn, rid, step)
+            if found is None:
+                return {}
+            rows = conn.execute(
+                "SELECT step, node, state_ref FROM steps WHERE run_id = ? AND step <= ? "
+                "AND state_ref IS NOT NULL ORDER BY step",
+                (rid, found[0]),
+            ).fetchall()
+            baseline = _entry(run[13])  # the run's input: keys it set were written by no step
+            distinct = {column for _, _, column in rows}
+            entries = {column: _entry(column) for column in distinct}
+            blobs = self._dict_nodes(conn, [*entries.values(), baseline])
+        previous = (None if baseline is None else top_level(baseline, blobs)) or {}
+        writers: dict[str, tuple[int, str]] = {}
+        last_column = None
+        for number, node, column in rows:
+            if column == last_column:
+                continue
+            last_column = column
+            keys = top_level(entries[column], blobs) or {}
+            for key, entry in keys.items():
+                if previous.get(key, _ABSENT) != entry:
+                    writers[key] = (number, node)
+            for key in set(writers) - set(keys):
+                del writers[key]
+            previous = keys
+        return writers
+
+    def _dict_nodes(self, conn: sqlite3.Connection, entries: Iterable[Any]) -> dict[str, Any]:
+        """The blobs of the top-level dict nodes of these entries (not the values below)."""
+        blobs: dict[str, tuple[int, Any]] = {}
+        pending = list({entry for entry in entries if type(entry) is str})
+        while pending:
+            found = []
+            for chunk in _chunked(pending):
+                marks = ", ".join("?" * len(chunk))
+                for key, data in conn.execute(
+                    f"SELECT hash, data FROM blobs WHERE hash IN ({marks})", chunk
+                ):
+                    blobs[key] = parse_blob(data)
+                    found.append(key)
+            pending = list(
+                {
+                    child
+                    for key in found
+                    if blobs[key][0] == ord("D")
+                    for child in blobs[key][1]
+                    if child not in blobs
+                }
+            )
+        return blobs
+
+    # -- diffs --
+
+    def _diff_rows(self, run_id: str) -> list[DiffRow]:
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY step", (run_id,)
+            ).fetchall()
+        out = []
+        for row in rows:
+            step = StepRecord(
+                run_id=row[0],
+                step=row[1],
+                superstep=row[2],
+                path=tuple(json.loads(row[3])),
+                node=row[4],
+                kind=row[5],
+                status=row[6],
+                started_at=row[7],
+                ended_at=row[8],
+                error=_error(row, 11),
+                branch=row[15],
+                attempt=row[16],
+            )
+            out.append(DiffRow(step, row[19], row[18]))
+        return out
+
+    def _diff_value(self, token: Any) -> Any:
+        if token is None:
+            return None
+        with self._read() as conn:
+            return self._values(conn, [token])[0]
+
+    # -- pruning --
+
+    def prune(self, *, older_than: float | None = None, keep: int | None = None) -> int:
+        """See :meth:`Store.prune`. Runs ``VACUUM`` afterwards to give the space back."""
+        if older_than is None and keep is None:
+            return 0
+        with self._write() as conn:
+            doomed: list[str] = []
+            rows = conn.execute(
+                "SELECT id, status, started_at, pid, host FROM runs WHERE parent IS NULL "
+                "ORDER BY started_at DESC, id DESC"
+            ).fetchall()
+            for index, (rid, status, started_at, pid, host) in enumerate(rows):
+                old = older_than is not None and started_at < older_than
+                surplus = keep is not None and index >= keep
+                if (old or surplus) and not (status == "running" and _alive(pid, host)):
+                    doomed.append(rid)
+            if not doomed:
+                return 0
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS doomed (id TEXT PRIMARY KEY)")
+            conn.execute("DELETE FROM temp.doomed")
+            conn.executemany("INSERT OR IGNORE INTO temp.doomed VALUES (?)", [(r,) for r in doomed])
+            conn.execute(
+                """INSERT OR IGNORE INTO temp.doomed
+                WITH RECURSIVE tree (id) AS (
+                    SELECT id FROM temp.doomed
+                    UNION SELECT runs.id FROM runs JOIN tree ON runs.parent = tree.id
+                ) SELECT id FROM tree"""
+            )
+            conn.execute("DELETE FROM steps WHERE run_id IN (SELECT id FROM temp.doomed)")
+            conn.execute("DELETE FROM runs WHERE id IN (SELECT id FROM temp.doomed)")
+            conn.execute("DELETE FROM temp.doomed")
+            self._sweep(conn)
+            conn.execute(
+                "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'prune_generation'"
+            )
+        try:
+            self._conn().execute("VACUUM")
+        except sqlite3.OperationalError as exc:  # another connection is busy: space later
+            log.info("flowdbg could not VACUUM %s after pruning: %s", self.path, exc)
+        return len(doomed)
+
+    def _sweep(self, conn: sqlite3.Connection) -> None:
+        """Delete the blobs no remaining run or step reaches."""
+        live: set[str] = set()
+        roots = conn.execute(
+            """SELECT DISTINCT ref FROM (
+                SELECT input_ref AS ref FROM steps UNION ALL SELECT output_ref FROM steps
+                UNION ALL SELECT state_ref FROM steps UNION ALL SELECT input_ref FROM runs
+                UNION ALL SELECT output_ref FROM runs
+            ) WHERE substr(ref, 1, 1) = '"'"""
+        )
+        pending = [json.loads(ref) for (ref,) in roots]
+        while pending:
+            live.update(pending)
+            found: list[str] = []
+            for chunk in _chunked(pending):
+                marks = ", ".join("?" * len(chunk))
+                # plain values ('v') refer to nothing: their data need not be read
+                for _, data in conn.execute(
+                    f"SELECT hash, data FROM blobs WHERE hash IN ({marks}) "
+                    "AND substr(data, 1, 1) != X'76'",
+                    chunk,
+                ):
+                    found.extend(child_keys(*parse_blob(data)))
+            pending = list(set(found) - live)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS live (hash TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM temp.live")
+        conn.executemany("INSERT INTO temp.live VALUES (?)", [(key,) for key in live])
+        conn.execute("DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM temp.live)")
+        conn.execute("DELETE FROM temp.live")
+
+
+_ABSENT = object()

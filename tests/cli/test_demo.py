@@ -1,0 +1,59 @@
+"""``flowdbg demo``: the scripted tour prints the session a user would type."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cli_helpers import Cli
+
+
+def test_demo_tour(run_cli: Cli, db: Path) -> None:
+    out = run_cli("demo").stdout
+    expected = [
+        "$ flowdbg run flowdbg.cli._demo:build_graph --stop-on-entry --input ",
+        "stop-1: entry at before node 'classify' (step 1, superstep 1)",
+        "(flowdbg) l",
+        "  START  ->  [classify]  ->  refund?, answer?",
+        "(flowdbg) b classify:after",
+        "set bp-1 node 'classify' after (0 hits)",
+        "(flowdbg) c",
+        "stop-2: breakpoint [bp-1] at after node 'classify' (step 1, superstep 1)",
+        "  next: ['refund']",
+        "(flowdbg) p intent",
+        "'refund'",
+        "(flowdbg) diff",
+        "  + intent = 'refund'",
+        '(flowdbg) set intent = "question"',
+        "intent = 'question'  (applied to the output of 'classify' when it resumes)",
+        "(flowdbg) n",
+        "stop-3: step at before node 'answer' (step 2, superstep 2)",
+        "  classify?  ->  [answer]  ->  sign",
+        "(flowdbg) log",
+        "(flowdbg) c",
+        "run completed; result:",
+        '"reply": "Here is how to fix it: My app crashes on start, I want my money... -- Support',
+        "support (stategraph) completed: 3 steps over 3 nodes",
+    ]
+    position = 0
+    for line in expected:
+        found = out.find(line, position)
+        assert found >= 0, f"{line!r} missing (after position {position}):\n{out}"
+        position = found + len(line)
+    assert "'refund'" not in out.split("run completed")[1].split("support (stategraph)")[0]
+    match = re.search(r"^recorded to (\S+); look at it with: flowdbg runs show (\w{8})$",
+                      out, flags=re.M)  # fmt: skip
+    assert match is not None
+    shown = run_cli("runs", "show", match.group(2)).stdout
+    assert re.search(r"^2\s+answer\s+node\s+completed", shown, flags=re.M)
+
+
+def test_demo_interactive_reads_the_commands(run_cli: Cli, db: Path, tmp_path: Path) -> None:
+    other = tmp_path / "demo.db"
+    result = run_cli("demo", "--interactive", "--db", str(other), input="p ticket\nq\n", code=1)
+    assert "# your turn: try l, b classify:after" in result.stdout
+    assert "(flowdbg) p ticket\n'My app crashes on start, I want my money back or a fix'" in (
+        result.stdout
+    )
+    assert "run terminated (quit)" in result.stdout
+    assert f"--db {other}" in result.stdout

@@ -1,0 +1,123 @@
+"""``flowdbg graph inspect``, ``flowdbg adapters``, plugin commands and the group itself."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from cli_helpers import Cli
+from click.testing import CliRunner
+
+import flowdbg
+from flowdbg.cli import make_cli
+
+
+def test_graph_inspect_text(run_cli: Cli) -> None:
+    out = run_cli("graph", "inspect", "graphs.py:fan").stdout
+    assert out.splitlines()[0] == "graph 'fan' (stategraph)"
+    for line in (
+        "├── entry: fan",
+        "│   ├── sub  (subgraph 'inner')",
+        "│   │   ├── nodes",
+        "│   │   │   ├── inner1",
+        "│   │       ├── inner1 -> inner2",
+        "│   └── done",
+        "│   ├── START -> fan",
+        "│   ├── sub -> done",
+        "│   └── fan -?-> left, right  (router <lambda>)",
+        "└── reducers: items",
+    ):
+        assert line in out, line
+
+
+def test_graph_inspect_json(run_cli: Cli) -> None:
+    data = run_cli.json("graph", "inspect", "graphs.py:build_support", command="graph inspect")
+    assert data["target"] == "graphs.py:build_support"
+    assert data["adapter"] == "stategraph"
+    graph = data["graph"]
+    assert graph["name"] == "support"
+    assert [n["name"] for n in graph["nodes"]] == ["classify", "refund", "answer"]
+    assert {"source": "refund", "target": "__end__"} in graph["edges"]
+    (cond,) = graph["conditional_edges"]
+    assert cond["source"] == "classify" and cond["targets"] == ["refund", "answer"]
+
+
+def test_graph_inspect_bad_targets(run_cli: Cli) -> None:
+    assert run_cli.error("graph", "inspect", "graphs.py:not_a_graph").startswith(
+        "error: graphs.py:not_a_graph is not supported: no flowdbg adapter accepts a builtins.int"
+    )
+    assert run_cli.error("graph", "inspect", "broken.py:x").startswith(
+        "error: cannot import 'broken.py': ModuleNotFoundError"
+    )
+
+
+def test_adapters_text_and_json(run_cli: Cli) -> None:
+    out = run_cli("adapters").stdout
+    lines = out.splitlines()
+    assert lines[0].split() == ["adapter", "available", "version", "capabilities", "/", "reason"]
+    stategraph = next(line for line in lines if line.startswith("stategraph"))
+    assert stategraph.split()[1] == "yes"
+    assert "state_editing" in stategraph and "parallel_branches" in stategraph
+    data = run_cli.json("adapters", command="adapters")
+    info = next(a for a in data["adapters"] if a["name"] == "stategraph")
+    assert info["available"] is True and info["reason"] is None
+    assert "describe" in info["capabilities"]
+
+
+def test_adapters_shows_why_an_adapter_is_unavailable(
+    run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWDBG_DISABLE_ADAPTERS", "stategraph")
+    data = run_cli.json("adapters", command="adapters")
+    info = next(a for a in data["adapters"] if a["name"] == "stategraph")
+    assert info["available"] is False
+    assert "FLOWDBG_DISABLE_ADAPTERS" in info["reason"]
+    line = run_cli.error("graph", "inspect", "graphs.py:app")
+    assert "no flowdbg adapter accepts" in line
+
+
+class CommandsPlugin:
+    """A plugin adding a command through the hook."""
+
+    @flowdbg.hookimpl
+    def flowdbg_register_commands(self, cli: click.Group) -> None:
+        @cli.command("hello")
+        @click.argument("name")
+        def hello(name: str) -> None:
+            """Say hello."""
+            click.echo(f"hello {name}")
+
+
+class BrokenPlugin:
+    @flowdbg.hookimpl
+    def flowdbg_register_commands(self, cli: click.Group) -> None:
+        raise RuntimeError("plugin bug")
+
+
+def test_plugins_add_commands_through_the_hook() -> None:
+    group = make_cli([CommandsPlugin()])
+    runner = CliRunner()
+    result = runner.invoke(group, ["--help"])
+    assert "  hello " in result.output
+    result = runner.invoke(group, ["hello", "world"])
+    assert result.exit_code == 0 and result.output == "hello world\n"
+
+
+def test_a_broken_plugin_does_not_break_the_command_line() -> None:
+    group = make_cli([BrokenPlugin()])
+    result = CliRunner().invoke(group, ["adapters", "--json"])
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "warning: a plugin failed to add its commands: RuntimeError: plugin bug\n"
+    )
+
+
+def test_usage_errors_exit_2(run_cli: Cli) -> None:
+    result = run_cli("runs", "ls", "--limit", "0", code=2)
+    assert "Invalid value for '--limit'" in result.stderr
+    result = run_cli("nope", code=2)
+    assert "No such command 'nope'" in result.stderr
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(make_cli(), ["--version"])
+    assert result.output == f"flowdbg, version {flowdbg.__version__}\n"

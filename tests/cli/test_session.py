@@ -1,0 +1,133 @@
+"""The terminal debugger's session object, driven directly where a test must control timing
+(several stops open at once) or completion."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+import flowdbg
+from flowdbg.cli._render import Out
+from flowdbg.cli._repl import PROMPT, EchoSource, Outcome, Session, parse_value
+
+T = 10.0
+
+
+@pytest.fixture
+def graphs_module(graphs: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.syspath_prepend(str(graphs))
+    import graphs as module  # the test graphs written by the fixture
+
+    yield module
+    sys.modules.pop("graphs", None)
+
+
+def make_out() -> tuple[Out, io.StringIO]:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=120, color_system=None, highlight=False, markup=False)
+    return Out(console), buffer
+
+
+def test_stops_lists_parallel_stops_and_stop_selects_one(graphs_module: Any) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.fan
+    dbg.attach(target)
+    dbg.break_before("left")
+    dbg.break_before("right")
+    handle = dbg.start(target.invoke, {})
+    assert len(dbg.wait_for_stops(2, timeout=T)) == 2  # both branches held before the session
+    out, buffer = make_out()
+    commands = ["stops", "stop 2", "stops", "w", "stop 9", "c", "c"]
+    session = Session(dbg, out, description=dbg.describe(target), source=EchoSource(commands, out))
+    try:
+        assert session.run() is Outcome.ENDED
+        assert handle.result(timeout=T)["items"] == ["left", "right"]
+    finally:
+        dbg.close()
+    text = buffer.getvalue()
+    assert "  also open: stop-2 (before " in text
+    first = text.split(f"{PROMPT}stops\n")[1].split(PROMPT)[0].splitlines()
+    assert first[0].startswith("* stop-1: breakpoint")
+    assert first[1].startswith("  stop-2: breakpoint")
+    assert "branch" in first[0]
+    assert "selected stop-2" in text
+    second = text.split(f"{PROMPT}stops\n")[2].split(PROMPT)[0].splitlines()
+    assert second[0].startswith("  stop-1: ") and second[1].startswith("* stop-2: ")
+    assert "error: no open stop 'stop-9'; open stops: stop-1, stop-2" in text
+
+
+def completions(session: Session, line: str) -> list[str]:
+    before, _, text = line.rpartition(" ")
+    return session.candidates(before + (" " if before else ""), text)
+
+
+def test_completion_of_commands_nodes_keys_and_ids(graphs_module: Any) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.build_support()
+    dbg.attach(target)
+    dbg.break_after("classify")
+    handle = dbg.start(target.invoke, {"ticket": "hi"})
+    try:
+        assert dbg.wait_for_stop(timeout=T) is not None
+        out, _ = make_out()
+        session = Session(dbg, out, description=dbg.describe(target), source=EchoSource([], out))
+        assert completions(session, "con") == ["continue "]
+        assert completions(session, "d") == ["del ", "diff ", "disable "]
+        assert completions(session, "b cl") == ["classify "]
+        assert completions(session, "tbreak ") == ["classify ", "refund ", "answer "]
+        assert completions(session, "p ") == ["ticket", "intent", "confidence"]
+        assert completions(session, "set con") == ["confidence"]
+        assert completions(session, "disable ") == ["bp-1 "]
+        assert completions(session, "stop ") == ["stop-1 "]
+        assert completions(session, "h wh") == ["where "]
+        assert completions(session, "c x") == []
+        dbg.resume()
+        handle.result(timeout=T)
+    finally:
+        dbg.close()
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ('"question"', "question"),
+        ("5", 5),
+        ("[1, 2]", [1, 2]),
+        ('{"a": null}', {"a": None}),
+        ("'single'", "single"),
+        ("(1, 'a')", (1, "a")),
+        ("None", None),
+        ("True", True),
+    ],
+)
+def test_parse_value(text: str, value: Any) -> None:
+    assert parse_value(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "hello", "os.system('x')", "[1,"])
+def test_parse_value_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_value(text)
+
+
+def test_end_of_input_resumes_every_later_stop(graphs_module: Any) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.fan
+    dbg.attach(target)
+    dbg.break_before("*")
+    handle = dbg.start(target.invoke, {})
+    out, buffer = make_out()
+    try:
+        session = Session(dbg, out, description=dbg.describe(target), source=EchoSource([], out))
+        assert session.run() is Outcome.ENDED
+        assert json.loads(json.dumps(handle.result(timeout=T)))["z"] == 11
+    finally:
+        dbg.close()
+    assert "end of input with stop-1 open" in buffer.getvalue()

@@ -1,0 +1,182 @@
+"""The recorder end to end: real graphs, a real SQLite file, real processes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import flowdbg
+from flowdbg.adapters.stategraph import END, StateGraph
+from flowdbg.store import open_store
+
+T = 10.0
+
+
+def loop_graph(n: int = 5) -> Any:
+    g = StateGraph(name="loop")
+    g.add_node("inc", lambda s: {"count": s["count"] + 1})
+    g.add_node("done", lambda s: {"finished": True})
+    g.set_entry_point("inc")
+    g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < n else "done")
+    g.add_edge("done", END)
+    return g.compile()
+
+
+def test_every_step_is_recorded_with_state(tmp_path: Path) -> None:
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    app = dbg.attach(loop_graph())
+    assert app.invoke({"count": 0}) == {"count": 5, "finished": True}
+    assert dbg.flush(T)
+    store = dbg.store
+    assert store is not None
+    (run,) = store.list_runs()
+    assert run.status == "completed" and run.name == "loop" and run.framework == "stategraph"
+    steps = store.get_steps(run.run_id)
+    assert [s.node for s in steps] == ["inc"] * 5 + ["done"]
+    assert [s.decision for s in steps] == [["inc"]] * 4 + [["done"], ["__end__"]]
+    assert store.get_state(run.run_id, step=3) == {"count": 3}
+    assert store.get_state(run.run_id) == {"count": 5, "finished": True}
+    assert all(s.duration is not None and s.duration >= 0 for s in steps)
+    dbg.close()
+
+
+def test_recording_off_by_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOWDBG_RECORD", "0")
+    dbg = flowdbg.Debugger(db=tmp_path / "off.db")
+    assert dbg.store is None
+    dbg.attach(loop_graph()).invoke({"count": 0})
+    assert not (tmp_path / "off.db").exists()
+
+
+def test_secrets_are_redacted_and_unserializable_values_do_not_break_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<Opaque handle>"
+
+    g = StateGraph(name="secrets")
+    g.add_node("call", lambda s: {"auth": {"api_key": "sk-123", "user": "ana"}, "h": Opaque()})
+    g.set_entry_point("call")
+    g.add_edge("call", END)
+    dbg = flowdbg.Debugger(db=tmp_path / "s.db")
+    app = dbg.attach(g.compile())
+    with caplog.at_level(logging.WARNING):
+        out = app.invoke({"q": 1})
+    assert out["auth"]["api_key"] == "sk-123"  # the run itself is untouched
+    assert dbg.flush(T)
+    store = dbg.store
+    assert store is not None
+    (run,) = store.list_runs()
+    (step,) = store.get_steps(run.run_id)
+    assert step.partial
+    state = store.get_state(run.run_id)
+    assert state["auth"] == {"api_key": "[REDACTED]", "user": "ana"}
+    assert "Opaque" in str(state["h"])
+    assert "Opaque" in caplog.text
+    dbg.close()
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import flowdbg
+    from flowdbg.adapters.stategraph import StateGraph, END
+
+    def inc(s):
+        if s["count"] == {block_at}:
+            print("READY", flush=True)
+            time.sleep(600)
+        return {{"count": s["count"] + 1}}
+
+    g = StateGraph(name="{name}")
+    g.add_node("inc", inc)
+    g.set_entry_point("inc")
+    g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < {n} else "__end__")
+    dbg = flowdbg.Debugger(db=sys.argv[1])
+    app = dbg.attach(g.compile(step_limit=10_000))
+    app.invoke({{"count": 0}})
+    dbg.flush()
+    print("DONE", flush=True)
+    """
+)
+
+
+def _script(tmp_path: Path, name: str, *, n: int, block_at: int) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(_CHILD.format(name=name, n=n, block_at=block_at), encoding="utf-8")
+    return path
+
+
+def test_sigkill_mid_run_leaves_a_readable_database(tmp_path: Path) -> None:
+    db = tmp_path / "killed.db"
+    script = _script(tmp_path, "victim", n=1000, block_at=300)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        # wait (bounded) until the writer has flushed the steps before the blocking one
+        deadline = time.monotonic() + T
+        steps: list[Any] = []
+        while time.monotonic() < deadline:
+            with open_store(db, create=False) as store:
+                runs = store.list_runs()
+                steps = store.get_steps(runs[0].run_id, values=False) if runs else []
+            if len(steps) >= 300:
+                break
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(T)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(T)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    with open_store(db, create=False) as store:
+        (run,) = store.list_runs()
+        assert run.status == "interrupted"
+        steps = store.get_steps(run.run_id)
+        assert len(steps) >= 300
+        assert [s.step for s in steps] == list(range(1, len(steps) + 1))
+        assert store.get_state(run.run_id, step=300) == {"count": 300}
+
+
+def test_several_processes_record_into_one_database(tmp_path: Path) -> None:
+    db = tmp_path / "shared.db"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(_script(tmp_path, f"p{i}", n=200, block_at=-1)), str(db)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "DONE" in out
+    with open_store(db, create=False) as store:
+        runs = store.list_runs()
+        assert sorted(r.name for r in runs) == ["p0", "p1", "p2", "p3"]
+        for run in runs:
+            assert run.status == "completed"
+            assert len(store.get_steps(run.run_id, values=False)) == 200
+
+
+def test_not_a_flowdbg_database_is_refused_at_once(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.db"
+    bad.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(flowdbg.FlowdbgError, match=r"notes\.db"):
+        flowdbg.Debugger(db=bad)
+    assert bad.read_bytes().startswith(b"this is not sqlite")

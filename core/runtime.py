@@ -264,14 +264,15 @@ class Unit:
         if input is _SAME:
             input = state
         self.state_before = state
-        self.started_at = _now()
         ctl = self.run.ctl
         if not ctl.quiet:
+            self.started_at = _now()
             try:
                 input = ctl.point(self, _BEFORE, state, input, None, None, None)
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
+        self.started_at = _now()  # time held at a before stop is not the unit's
         self.input = input
         self._token = _CURRENT_UNIT.set(self)
         return input
@@ -295,6 +296,7 @@ class Unit:
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         self._exit()
+        ended = _now()  # time held at an after stop is not the unit's
         ctl = self.run.ctl
         if not ctl.quiet:
             if resolve is not None and ctl.wants_after_state:
@@ -313,7 +315,7 @@ class Unit:
         self._resolve = resolve if state is None else None
         self.status = "completed"
         self.exception = None
-        self.ended_at = _now()
+        self.ended_at = ended
         run = self.run
         run.units.append(self)
         if run.ctl.recorder is not None:
@@ -326,15 +328,16 @@ class Unit:
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         self._exit()
+        ended = _now()
         self.state = state
         ctl = self.run.ctl
         if not ctl.quiet:
             try:
                 ctl.point(self, _ERROR, state, None, None, exc, None)
             except BaseException as other:
-                self._finish("failed", other)
+                self._finish("failed", other, ended)
                 raise
-        self._finish("failed", exc)
+        self._finish("failed", exc, ended)
 
     # -- async points: suspend only the calling task --
 
@@ -343,14 +346,15 @@ class Unit:
         if input is _SAME:
             input = state
         self.state_before = state
-        self.started_at = _now()
         ctl = self.run.ctl
         if not ctl.quiet:
+            self.started_at = _now()
             try:
                 input = await ctl.apoint(self, _BEFORE, state, input, None, None, None)
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
+        self.started_at = _now()
         self.input = input
         self._token = _CURRENT_UNIT.set(self)
         return input
@@ -365,6 +369,7 @@ class Unit:
     ) -> Any:
         """Async form of :meth:`after`."""
         self._exit()
+        ended = _now()
         ctl = self.run.ctl
         if not ctl.quiet:
             if resolve is not None and ctl.wants_after_state:
@@ -381,26 +386,27 @@ class Unit:
         self.state = state
         self.decision = decision
         self._resolve = resolve if state is None else None
-        self._finish("completed", None)
+        self._finish("completed", None, ended)
         return output
 
     async def aerror(self, exc: BaseException, *, state: Any = None) -> None:
         """Async form of :meth:`error`."""
         self._exit()
+        ended = _now()
         self.state = state
         ctl = self.run.ctl
         if not ctl.quiet:
             try:
                 await ctl.apoint(self, _ERROR, state, None, None, exc, None)
             except BaseException as other:
-                self._finish("failed", other)
+                self._finish("failed", other, ended)
                 raise
-        self._finish("failed", exc)
+        self._finish("failed", exc, ended)
 
-    def _finish(self, status: str, exc: BaseException | None) -> None:
+    def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
         self.status = status
         self.exception = exc
-        self.ended_at = _now()
+        self.ended_at = _now() if ended is None else ended
         self.run._finished(self)
 
     def resolved(self) -> tuple[Any, Any]:

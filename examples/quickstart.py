@@ -84,7 +84,13 @@ def main() -> dict:
     for key, value in result.items():
         print(f"  {key}: {value!r}")
     print("debugger status:", dbg.status().state)
-    dbg.detach(app)
+    print("\nthe run log:")
+    print(run.log)
+    dbg.flush()  # the recorder writes on its own thread; wait for it before pointing at it
+    if dbg.store is not None:
+        print(f"\nrecorded to {dbg.store.path}")
+        print(f"look at it with: flowdbg runs show {run.run_id[:8]}")
+    dbg.close()  # detaches the graph and closes the store
     return result
 
 

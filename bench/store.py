@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -168,7 +169,7 @@ def generate(path: Path, scale: float) -> dict[str, Any]:
         status = "failed" if roll < 0.1 else "running" if roll < 0.12 else "completed"
         if r < 2:
             status = "completed"
-        run_id = f"{r:08d}" + "%024x" % rng.getrandbits(96)
+        run_id = f"{r:08d}{rng.getrandbits(96):024x}"
         ids.append(run_id)
         start = t0 + r * 60
         pending_runs.append(
@@ -253,10 +254,14 @@ def folder_for(arg: str | None, keep: bool) -> Iterator[Path]:
         path.mkdir(parents=True, exist_ok=True)
         yield path
         return
-    with tempfile.TemporaryDirectory(prefix="flowdbg-bench-", ignore_cleanup_errors=True) as tmp:
-        yield Path(tmp)
+    tmp = Path(tempfile.mkdtemp(prefix="flowdbg-bench-"))
+    try:
+        yield tmp
+    finally:
         if keep:
             print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:

@@ -185,6 +185,9 @@ class Unit:
         "superstep",
     )
 
+    # Set when known (see __init__); declared here for type checkers.
+    exception: BaseException | None
+
     def __init__(
         self,
         run: RunScope,

@@ -272,7 +272,7 @@ def runs_ls(
         if not runs:
             out.line(f"no runs in {ctx.label} match")
             return
-        rows = [
+        rows: list[list[str | Text]] = [
             [
                 short_id(run.run_id),
                 run.name,

@@ -258,7 +258,8 @@ class Store(abc.ABC):
         :param status: only runs with this status (or one of these); ``"interrupted"`` works.
         :param since: only runs started at or after this time (epoch seconds).
         :param until: only runs started at or before this time (epoch seconds).
-        :param name: only runs whose name matches this glob (``*``, ``?``, ``[...]``).
+        :param name: only runs whose name matches this glob (``*``, ``?``, ``[...]``;
+            case-sensitive).
         :param parent: ``None`` for top-level runs, a run id for that run's children, ``"*"``
             for every run.
         :param limit: at most this many runs; ``None`` for all.
@@ -379,7 +380,7 @@ class Store(abc.ABC):
                 )
             row_a, row_b = rows_a[index], rows_b[index]
             sa, sb = row_a.step, row_b.step
-            common = {
+            common: dict[str, Any] = {
                 "step_a": sa.step,
                 "step_b": sb.step,
                 "node_a": sa.node,
@@ -397,6 +398,16 @@ class Store(abc.ABC):
                 error = sa.error or sb.error
                 if error is not None:
                     detail += f" ({error.type}: {error.message})"
+                return Divergence(kind="status", detail=detail, **common)
+            if (
+                sa.error is not None
+                and sb.error is not None
+                and ((sa.error.type, sa.error.message) != (sb.error.type, sb.error.message))
+            ):
+                detail = (
+                    f"{_where(sa)!r} failed differently: {sa.error.type}: {sa.error.message} in "
+                    f"run a, {sb.error.type}: {sb.error.message} in run b"
+                )
                 return Divergence(kind="status", detail=detail, **common)
             paths = self._value_paths(row_a.state, row_b.state)
             what = "state after"

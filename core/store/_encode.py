@@ -59,6 +59,7 @@ __all__ = [
     "compress",
     "encode_value",
     "parse_blob",
+    "to_json",
     "top_level",
 ]
 
@@ -93,6 +94,10 @@ _TYPE_KEY = "__type__"
 
 _dumps = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=True
+).encode
+#: compact JSON text of a plain value, ASCII only (what table columns hold)
+to_json = json.JSONEncoder(
+    ensure_ascii=True, separators=(",", ":"), check_circular=False, allow_nan=True
 ).encode
 
 
@@ -356,7 +361,11 @@ def _key_of(data: bytes) -> str:
 
 
 class Packer:
-    """Turns plain values into entries, collecting the blobs they need in :attr:`blobs`."""
+    """Turns plain values into entries, collecting the blobs they need in :attr:`blobs`.
+
+    A packer remembers the containers it packed by identity, so the values given to it must not
+    change while it is in use (a store uses one packer per batch, on values it made itself).
+    """
 
     def __init__(self) -> None:
         #: key -> uncompressed blob, for every blob an entry made so far refers to
@@ -374,7 +383,7 @@ class Packer:
         if plain is None:
             return None
         entry, _ = self._put(plain)
-        return json.dumps(entry, ensure_ascii=True, allow_nan=True, separators=(",", ":"))
+        return to_json(entry)
 
     def _blob(self, tag: bytes, text: str) -> str:
         data = tag + text.encode("utf-8", "surrogatepass")

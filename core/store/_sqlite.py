@@ -10,12 +10,14 @@ column holding a value holds its *entry*: ``'[value]'`` inline, or ``'"key"'`` f
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +35,7 @@ from flowdbg.store._encode import (
     compile_redact,
     compress,
     parse_blob,
+    to_json,
     top_level,
 )
 from flowdbg.store._errors import RunNotFound, StepNotFound, StoreError
@@ -222,8 +225,17 @@ def _error(row: Sequence[Any], at: int) -> ErrorInfo | None:
     )
 
 
+_decode = json.JSONDecoder().decode
+
+
 def _entry(column: str | None) -> Any:
-    return None if column is None else json.loads(column)
+    return None if column is None else _decode(column)
+
+
+@functools.lru_cache(maxsize=1024)
+def _path(column: str) -> tuple[str, ...]:
+    """A path column as a tuple (paths repeat on every step of a run: parse each once)."""
+    return tuple(_decode(column))
 
 
 def _chunked(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
@@ -263,12 +275,14 @@ class SQLiteStore(Store):
         *,
         create: bool = True,
         readonly: bool = False,
-        redact: Sequence[str] = DEFAULT_REDACT,
+        redact: Sequence[str] | None = DEFAULT_REDACT,
     ) -> None:
         self._file = Path(os.fspath(path)).expanduser().absolute()
         self.path = str(self._file)
         self.readonly = readonly
-        self._redact = compile_redact(tuple(redact))
+        self._redact = compile_redact(
+            redact if redact is None or isinstance(redact, str) else tuple(redact)
+        )
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -372,7 +386,7 @@ class SQLiteStore(Store):
                     )
                 return
             # Only now is the file known to be ours (or empty): it may be changed.
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             if version != SCHEMA_VERSION:
                 self._migrate(conn)
@@ -387,6 +401,25 @@ class SQLiteStore(Store):
         except BaseException:
             self.close()
             raise
+
+    def _wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL mode (it stays with the file).
+
+        Changing the journal mode does not wait for a busy database the way other statements
+        do (``busy_timeout`` is not consulted), so processes creating the database at the same
+        moment retry here.
+        """
+        deadline = time.monotonic() + _BUSY_TIMEOUT
+        delay = 0.001
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def _newer(self, version: int) -> StoreError:
         return StoreError(
@@ -435,7 +468,8 @@ class SQLiteStore(Store):
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
     def close(self) -> None:
@@ -470,7 +504,8 @@ class SQLiteStore(Store):
             try:
                 yield conn
             finally:
-                conn.execute("COMMIT")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")  # nothing was written: just end the snapshot
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -483,10 +518,11 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
 
     # -- writing --
 
@@ -532,7 +568,7 @@ class SQLiteStore(Store):
             "input_ref": input_ref,
             "output_ref": output_ref,
             "tags": json.dumps({str(k): str(v) for k, v in (run.tags or {}).items()}),
-            "path": json.dumps(list(run.path)),
+            "path": to_json(list(run.path)) if run.path else "[]",
             "pid": run.pid,
             "host": run.host,
         }
@@ -548,13 +584,13 @@ class SQLiteStore(Store):
             plain, p4 = encoder.encode(step.decision)
             if p4:
                 self._warn(encoder.failures, where)
-            decision = json.dumps(plain, separators=(",", ":"))
+            decision = to_json(plain)
         duration = None if step.ended_at is None else step.ended_at - step.started_at
         return (
             step.run_id,
             step.step,
             step.superstep,
-            json.dumps(list(step.path)),
+            to_json(list(step.path)) if step.path else "[]",
             _text(step.node),
             step.kind,
             step.status,
@@ -590,19 +626,21 @@ class SQLiteStore(Store):
         for step in steps:
             step_rows.setdefault(step.run_id, []).append(self._step_params(step, encoder, packer))
         ended_rows = [self._run_params(run, encoder, packer) for run in ended]
-        offered: list[str] = []
+        with self._lock:
+            fresh = [key for key in packer.blobs if key not in self._known]
+        stored = {key: compress(packer.blobs[key]) for key in fresh}
         with self._write() as conn:
             generation = conn.execute(
                 "SELECT value FROM meta WHERE key = 'prune_generation'"
             ).fetchone()[0]
             with self._lock:
-                if generation != self._known_generation:
+                if generation != self._known_generation:  # pruned since: offer everything
                     self._known.clear()
                     self._known_generation = generation
                 offered = [key for key in packer.blobs if key not in self._known]
             conn.executemany(
                 "INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)",
-                [(key, compress(packer.blobs[key])) for key in offered],
+                [(key, stored.get(key) or compress(packer.blobs[key])) for key in offered],
             )
             conn.executemany(_STARTED, started_rows)
             for run_id, rows in step_rows.items():
@@ -655,7 +693,11 @@ class SQLiteStore(Store):
     def _values(self, conn: sqlite3.Connection, columns: Sequence[str | None]) -> list[Any]:
         entries = [_entry(column) for column in columns]
         blobs = self._load(conn, entries)
-        return [None if entry is None else build(entry, blobs) for entry in entries]
+        # an inline entry was parsed just now: its value is already a fresh object
+        return [
+            entry if entry is None else entry[0] if type(entry) is list else build(entry, blobs)
+            for entry in entries
+        ]
 
     # -- runs --
 
@@ -710,8 +752,8 @@ class SQLiteStore(Store):
                     error=_error(row, 9),
                     input=values[2 * index],
                     output=values[2 * index + 1],
-                    tags=json.loads(row[15]),
-                    path=tuple(json.loads(row[16])),
+                    tags=_decode(row[15]),
+                    path=_path(row[16]),
                     pid=row[17],
                     host=row[18],
                     step_count=row[19],
@@ -826,13 +868,13 @@ class SQLiteStore(Store):
                 run_id=row[0],
                 step=row[1],
                 superstep=row[2],
-                path=tuple(json.loads(row[3])),
+                path=_path(row[3]),
                 node=row[4],
                 kind=row[5],
                 status=row[6],
                 started_at=row[7],
                 ended_at=row[8],
-                decision=None if row[10] is None else json.loads(row[10]),
+                decision=None if row[10] is None else _decode(row[10]),
                 error=_error(row, 11),
                 branch=row[15],
                 attempt=row[16],
@@ -947,7 +989,7 @@ class SQLiteStore(Store):
                 run_id=row[0],
                 step=row[1],
                 superstep=row[2],
-                path=tuple(json.loads(row[3])),
+                path=_path(row[3]),
                 node=row[4],
                 kind=row[5],
                 status=row[6],

@@ -84,7 +84,7 @@ def test_a_growing_message_history_grows_storage_linearly(tmp_path: Path) -> Non
 
 def test_an_unchanged_state_is_stored_once(store: SQLiteStore, db: Path) -> None:
     rid = run_id(1)
-    state = {"docs": ["document %d " % i * 30 for i in range(200)], "n": 0}
+    state = {"docs": [f"document {i} " * 30 for i in range(200)], "n": 0}
     step = StepRecord(run_id=rid, step=1, node="read", state=state, input=state, output=state)
     store.write_batch(runs=[run(1)], steps=[step])
     once = blob_bytes(db)
@@ -119,8 +119,7 @@ def test_a_small_change_deep_in_a_big_state_stores_only_the_change(
 ) -> None:
     rid = run_id(1)
     state: dict[str, Any] = {
-        f"section{i}": {f"field{j}": "value %d/%d " % (i, j) * 10 for j in range(30)}
-        for i in range(30)
+        f"section{i}": {f"field{j}": f"value {i}/{j} " * 10 for j in range(30)} for i in range(30)
     }
     store.write_batch(runs=[run(1)], steps=[StepRecord(run_id=rid, step=1, node="a", state=state)])
     before = blob_bytes(db)

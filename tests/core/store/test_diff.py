@@ -115,6 +115,20 @@ def test_a_step_that_failed_in_one_run_diverges_with_kind_status(store: SQLiteSt
     assert search.status_changed
 
 
+def test_a_step_that_failed_differently_diverges_with_kind_status(store: SQLiteStore) -> None:
+    runs = []
+    for n, error in ((1, ValueError("x=2")), (2, KeyError("y"))):
+        steps = graph_run(n, ["plan", "call"])
+        steps[1].status = "failed"
+        steps[1].error = ErrorInfo.from_exception(error)
+        runs.append(record(store, n, steps))
+    div = store.diff_runs(*runs).first_divergence
+    assert div is not None and (div.kind, div.step_a) == ("status", 2)
+    assert div.detail == (
+        "'call' failed differently: ValueError: x=2 in run a, KeyError: 'y' in run b"
+    )
+
+
 def test_steps_without_state_are_compared_by_output(store: SQLiteStore) -> None:
     rid_a, rid_b = run_id(1), run_id(2)
     tool = {"node": "search", "kind": "tool"}

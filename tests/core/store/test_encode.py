@@ -311,7 +311,7 @@ def test_appending_to_a_long_list_adds_only_a_few_small_blobs() -> None:
 
 
 def test_big_lists_are_cut_into_chunks_of_fanout() -> None:
-    items = ["item %04d " % i * 8 for i in range(FANOUT * FANOUT + 3)]
+    items = [f"item {i:04d} " * 8 for i in range(FANOUT * FANOUT + 3)]
     value, packer = _roundtrip(items)
     assert value == items
     sizes = sorted(

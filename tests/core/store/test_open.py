@@ -17,10 +17,10 @@ from flowdbg.store import (
     SCHEMA_VERSION,
     SQLiteStore,
     StoreError,
+    _sqlite,
     default_db_path,
     open_store,
 )
-from flowdbg.store import _sqlite
 
 
 def digest(path: Path) -> str:
@@ -202,7 +202,7 @@ def test_a_read_only_store_reads_and_refuses_to_write(tmp_path: Path) -> None:
 def test_a_path_that_cannot_be_created_is_refused(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    with pytest.raises(StoreError, match="cannot use .* as a flowdbg database") as info:
+    with pytest.raises(StoreError, match=r"cannot use .* as a flowdbg database") as info:
         open_store(blocker / "sub" / "flowdbg.db")
     assert "pass --db (or set FLOWDBG_DB)" in str(info.value)
     with pytest.raises(StoreError, match="it is a directory"):

@@ -140,11 +140,26 @@ def test_a_writer_killed_mid_run_leaves_every_batch_it_committed(
         assert record.step_count == len(steps)
         assert store.get_state(record.run_id, 299) == {
             "count": 299,
-            "log": ["line %d " % j * 8 for j in range(299 % 50)],
+            "log": [f"line {j} " * 8 for j in range(299 % 50)],
         }
     with open_store(db) as store:  # and it can be recorded into again
         store.write_batch(runs=[run(1)], steps=counting_steps(run_id(1), 3))
         assert store.get_state(run_id(1)) == {"count": 3}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see zombies")
+def test_a_killed_writer_not_yet_reaped_is_interrupted_too(
+    tmp_path: Path, children: list[subprocess.Popen[str]]
+) -> None:
+    db = tmp_path / "zombie.db"
+    proc = spawn(script(tmp_path, "victim", _VICTIM), str(db))
+    children.append(proc)
+    assert Lines(proc.stdout).next() == "10"
+    os.kill(proc.pid, signal.SIGKILL)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # dead, but not reaped: a zombie
+    with open_store(db, create=False) as store:
+        (record,) = store.list_runs()
+        assert record.pid == proc.pid and record.status == "interrupted"
 
 
 def test_a_reader_in_another_process_sees_whole_batches_while_a_writer_writes(

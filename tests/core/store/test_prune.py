@@ -13,7 +13,6 @@ from store_helpers import T0, run, run_id, step
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.store import SQLiteStore
 
-
 ALL = {1, 2, 3, 4, 5, 11}
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from store_helpers import HOST, T0, counting_steps, run, run_id, step
 
 from flowdbg.errors import FlowdbgError
+from flowdbg.records import RunRecord
 from flowdbg.store import RunNotFound, SQLiteStore, StepNotFound
 
 # -- ids and prefixes -----------------------------------------------------------------------
@@ -80,7 +82,8 @@ def many(store: SQLiteStore) -> SQLiteStore:
     runs = [
         run(n, name=name, status=status, started_at=T0 + 100 * n)
         for n, (name, status) in enumerate(
-            zip(["chat", "chat-v2", "rag", "chat", "rag-eval", "chat"], statuses), start=1
+            zip(["chat", "chat-v2", "rag", "chat", "rag-eval", "chat"], statuses, strict=True),
+            start=1,
         )
     ]
     children = [
@@ -91,7 +94,7 @@ def many(store: SQLiteStore) -> SQLiteStore:
     return store
 
 
-def _numbers(runs: list) -> list[int]:  # type: ignore[type-arg]
+def _numbers(runs: list[RunRecord]) -> list[int]:
     return [int(r.run_id[:4], 16) for r in runs]
 
 
@@ -170,8 +173,8 @@ def agent(store: SQLiteStore) -> str:
     return rid
 
 
-def _steps(store: SQLiteStore, rid: str, **filters: object) -> list[int]:
-    return [s.step for s in store.get_steps(rid, **filters)]  # type: ignore[arg-type]
+def _steps(store: SQLiteStore, rid: str, **filters: Any) -> list[int]:
+    return [s.step for s in store.get_steps(rid, **filters)]
 
 
 def test_steps_are_filtered(store: SQLiteStore, agent: str) -> None:
@@ -242,7 +245,7 @@ def test_states_at_many_steps_of_a_long_run(store: SQLiteStore) -> None:
 
 def test_last_writers_name_the_step_that_last_changed_each_key(store: SQLiteStore) -> None:
     rid = run_id(1)
-    big = ["item %d " % i * 10 for i in range(40)]
+    big = [f"item {i} " * 10 for i in range(40)]
     states = [
         {"q": "why", "plan": None, "docs": []},  # 1 plan: wrote nothing
         {"q": "why", "plan": "search", "docs": []},  # 2 think: plan

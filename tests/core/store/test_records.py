@@ -199,9 +199,9 @@ def test_secrets_are_redacted_by_default_and_kept_when_asked(tmp_path: Path) -> 
 def test_writing_the_same_records_again_changes_nothing(store: SQLiteStore, db: Path) -> None:
     rid = run_id(1)
     records = {"runs": [run(1)], "steps": counting_steps(rid, 20)}
-    store.write_batch(**records)  # type: ignore[arg-type]
+    store.write_batch(**records)
     snapshot = _dump(db)
-    store.write_batch(**records)  # type: ignore[arg-type]
+    store.write_batch(**records)
     store.write_batch(steps=records["steps"][5:10])
     assert _dump(db) == snapshot
     assert store.get_run(rid).step_count == 20

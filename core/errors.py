@@ -12,6 +12,7 @@ __all__ = [
     "AdapterNotFound",
     "AdapterUnavailable",
     "BreakpointError",
+    "EditRefused",
     "ExpressionError",
     "FlowdbgError",
     "NotStoppedError",
@@ -47,6 +48,11 @@ class ExpressionError(BreakpointError):
 
 class PathError(FlowdbgError, LookupError):
     """A state path is malformed or does not lead to a value."""
+
+
+class EditRefused(FlowdbgError, ValueError):
+    """An edit at a stop that the framework could not apply (a key its state schema lacks, a
+    value its channel rejects); the stop's payload is left as it was."""
 
 
 class NotStoppedError(FlowdbgError, RuntimeError):

@@ -66,6 +66,7 @@ class RunScope:
         "_ended",
         "_is_frame",
         "_path",
+        "check_edit",
         "children",
         "ctl",
         "entered",
@@ -92,6 +93,10 @@ class RunScope:
         self.entered = False
         self._ended = False
         self._is_frame = frame_of is not None
+        #: set by the adapter: ``check_edit(unit, "input" | "output", new_payload)`` raises
+        #: :class:`flowdbg.EditRefused` for an edit its framework would not apply (a frame,
+        #: holding tool and model calls, has none)
+        self.check_edit: Callable[[Unit, str, Any], None] | None = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
         if frame_of is None:

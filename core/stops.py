@@ -108,15 +108,20 @@ class Stop:
                 f"stop {self.id} is at an error point, where there is nothing to edit; "
                 "edit at a before or after stop instead"
             )
-        shared_state = self.state is getattr(self, which)
+        current = getattr(self, which)
+        shared_state = self.state is current
+        # Edit a copy: the framework's own object stays untouched, and a refused edit (below)
+        # leaves the payload as it was.
+        candidate = apply(_copy(current))
+        unit = self._unit
+        check = None if unit is None else unit.run.check_edit
+        if check is not None:
+            check(unit, which, candidate)  # raises EditRefused with the reason
         if not self._edited:
-            setattr(self, which, _copy(getattr(self, which)))
-            if shared_state:
-                self.state = getattr(self, which)
-            else:
+            if not shared_state:
                 self.state = _copy(self.state)
             self._edited = True
-        setattr(self, which, apply(getattr(self, which)))
+        setattr(self, which, candidate)
         if shared_state:
             self.state = getattr(self, which)
         elif self.state is not None:

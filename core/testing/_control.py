@@ -332,6 +332,15 @@ class AbstractStateEditingTests(SuiteBase):
         dbg.break_after("c")
         run = self.launch(dbg, scn, mode)
         self.wait_stop(dbg)
+        if self.fixed_state_keys:
+            with pytest.raises(flowdbg.EditRefused, match="'w'"):
+                dbg.set("w", [1, 2])
+            with pytest.raises(flowdbg.PathError):
+                dbg.inspect("w")  # the refused edit left nothing behind
+            dbg.set("y", 5)  # a key of the schema still can be written
+            dbg.resume()
+            assert self.finish(run, scn) == {"x": 20, "y": 5}
+            return
         dbg.set("w", [1, 2])
         assert dbg.inspect("w[-1]") == 2
         dbg.resume()

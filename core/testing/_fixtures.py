@@ -126,6 +126,10 @@ class AdapterFixtures(abc.ABC):
     #: whether the caller of a sync run receives the very exception object the unit raised
     #: (some frameworks wrap or copy exceptions; then only type and message are compared)
     exception_identity: ClassVar[bool] = True
+    #: whether the framework's state has a fixed set of keys (a schema): an update can only
+    #: write those, so an edit adding another key to what a unit commits must be refused with
+    #: :class:`flowdbg.EditRefused` rather than silently dropped
+    fixed_state_keys: ClassVar[bool] = False
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:

@@ -1,0 +1,454 @@
+"""How a compiled LangGraph graph reports to flowdbg (imports LangGraph: loaded by ``attach``).
+
+What LangGraph runs for a node is ``PregelNode.node``, a cached property building
+``RunnableSeq(bound, *writers)``: ``bound`` is the user's function (or a subgraph), the writers
+commit its update to the channels and run the routers of its conditional edges (checked in
+langgraph 1.2 ``pregel/_read.py`` and ``pregel/_algo.py``: the task's ``proc`` is ``node.node``).
+Attaching stores a :class:`Traced` runnable in that cached slot instead, for every node but
+``__start__``::
+
+    Traced:  before point -> RunnableSeq(bound, Mark, *writers, Exit)
+    Exit:    after point, with the real routing decision (the writes the writers just made)
+
+so a breakpoint after a node sees the decision LangGraph itself took, and an edit at that stop
+replaces the writes of the node before they are applied at the end of the superstep. Errors of
+``bound`` or of the writers are the unit's error point; LangGraph's control-flow exceptions
+(``GraphBubbleUp``: ``interrupt()``, ``Command(graph=PARENT)``, drains) pass through untouched.
+
+Runs: the graph's class is swapped for a subclass whose ``stream``/``astream`` open a flowdbg run
+around the iteration (``invoke``, ``ainvoke``, ``batch`` and the event streams all go through
+them). ``Pregel.copy``/``with_config`` build ``self.__class__(**self.__dict__)``, so nothing may be
+added to the graph's ``__dict__``; the class swap keeps copies working and debuggable (they share
+the instrumented nodes).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.errors import GraphBubbleUp
+
+from flowdbg.errors import EditRefused
+from flowdbg.runtime import Unit
+
+try:  # langgraph >= 0.6
+    from langgraph._internal._runnable import RunnableSeq
+except ImportError:  # pragma: no cover - older layout
+    from langgraph.utils.runnable import RunnableSeq  # type: ignore[no-redef]
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+    from flowdbg.runtime import RunScope
+
+__all__ = ["RUN", "Exit", "GraphRun", "Mark", "Traced", "debugged_class", "decision_of"]
+
+# Keys of LangGraph's per-task config (langgraph._internal._constants; kept as strings so a
+# moved module does not break the import).
+_CONF = "configurable"
+_SEND = "__pregel_send"
+_READ = "__pregel_read"
+_TASK_ID = "__pregel_task_id"
+_RUNTIME = "__pregel_runtime"
+_PUSH = "__pregel_push"
+_TASKS = "__pregel_tasks"
+END = "__end__"
+
+#: the flowdbg run the graph invocation in this context reports to
+RUN: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
+    "flowdbg_langgraph_run", default=None
+)
+
+
+class _Task:
+    """One execution of a node between its before point and its after point."""
+
+    __slots__ = ("mark", "unit")
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.mark = 0
+
+
+_TASK: contextvars.ContextVar[_Task | None] = contextvars.ContextVar(
+    "flowdbg_langgraph_task", default=None
+)
+
+
+def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
+    """The nodes a task's writes trigger next: edges write ``branch:to:<node>``, waiting edges
+    ``join:<sources>:<node>``, ``Send`` packets go to ``__pregel_tasks``. No target ends the
+    branch (``__end__``)."""
+    targets: list[str] = []
+    for channel, value in writes:
+        if channel.startswith("branch:to:"):
+            targets.append(channel[10:])
+        elif channel == _TASKS:
+            node = getattr(value, "node", None)
+            if isinstance(node, str):
+                targets.append(node)
+        elif channel.startswith("join:"):
+            targets.append(channel.rsplit(":", 1)[1])
+    return targets or [END]
+
+
+class GraphInfo:
+    """What the hooks of one attached graph need to know about it."""
+
+    __slots__ = ("debugger", "state_keys")
+
+    def __init__(self, debugger: Debugger, state_keys: list[str]) -> None:
+        self.debugger = debugger
+        self.state_keys = state_keys
+
+
+def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
+    """The graph state as this task sees it; ``fresh`` applies the task's own writes (LangGraph's
+    ``local_read``, valid only while the task runs)."""
+    read = config[_CONF].get(_READ)
+    if read is None:  # pragma: no cover - every task config has a reader
+        return None
+    return read(keys, fresh)
+
+
+class Traced(Runnable[Any, Any]):
+    """Stands in for ``PregelNode.node``: the node as a flowdbg unit."""
+
+    def __init__(self, name: str, seq: Runnable[Any, Any], info: GraphInfo) -> None:
+        self.name = name
+        self.seq = seq
+        self.info = info
+
+    def _unit(self, scope: RunScope, config: RunnableConfig) -> Unit:
+        metadata = config.get("metadata") or {}
+        conf = config[_CONF]
+        execution = getattr(conf.get(_RUNTIME), "execution_info", None)
+        return scope.unit(
+            self.name,
+            superstep=metadata.get("langgraph_step"),
+            branch=conf.get(_TASK_ID),
+            attempt=getattr(execution, "node_attempt", None) or 1,
+        )
+
+    def _state(self, input: Any, config: RunnableConfig) -> Any:
+        path = (config.get("metadata") or {}).get("langgraph_path") or ()
+        if path and path[0] == _PUSH:  # a Send task: its input is the packet, not the state
+            return _read(config, self.info.state_keys, False)
+        return input
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        scope = RUN.get()
+        if scope is None or config is None:
+            return self.seq.invoke(input, config, **kwargs)
+        unit = self._unit(scope, config)
+        state = self._state(input, config) if not scope.ctl.quiet else input
+        input = unit.before(state=state, input=input)
+        token = _TASK.set(_Task(unit))
+        try:
+            return self.seq.invoke(input, config, **kwargs)
+        except GraphBubbleUp as exc:
+            unit.discard(exc)
+            raise
+        except Exception as exc:
+            if unit.status == "running":
+                unit.error(exc, state=state)
+            raise
+        except BaseException as exc:
+            unit.discard(exc)
+            raise
+        finally:
+            _TASK.reset(token)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        scope = RUN.get()
+        if scope is None or config is None:
+            return await self.seq.ainvoke(input, config, **kwargs)
+        unit = self._unit(scope, config)
+        state = self._state(input, config) if not scope.ctl.quiet else input
+        input = await unit.abefore(state=state, input=input)
+        token = _TASK.set(_Task(unit))
+        try:
+            return await self.seq.ainvoke(input, config, **kwargs)
+        except GraphBubbleUp as exc:
+            unit.discard(exc)
+            raise
+        except Exception as exc:
+            if unit.status == "running":
+                await unit.aerror(exc, state=state)
+            raise
+        except BaseException as exc:
+            unit.discard(exc)
+            raise
+        finally:
+            _TASK.reset(token)
+
+    def __repr__(self) -> str:
+        return f"<flowdbg node hook {self.name!r}>"
+
+
+def _writes(config: RunnableConfig) -> Any:
+    """The deque the task's writes go to (its ``send`` is that deque's bound ``extend``)."""
+    return getattr(config[_CONF].get(_SEND), "__self__", None)
+
+
+class Mark(Runnable[Any, Any]):
+    """Between the node and its writers: remembers where the writers' writes begin."""
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        task = _TASK.get()
+        if task is not None and config is not None:
+            writes = _writes(config)
+            task.mark = 0 if writes is None else len(writes)
+        return input
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.invoke(input, config, **kwargs)
+
+
+class Exit(Runnable[Any, Any]):
+    """After the writers: the unit's after point, with the decision they wrote."""
+
+    def __init__(self, writers: Sequence[Runnable[Any, Any]], info: GraphInfo) -> None:
+        self.writers = list(writers)
+        self.info = info
+
+    def _prepare(self, config: RunnableConfig) -> tuple[Unit, Any, list[str], Any, int] | None:
+        task = _TASK.get()
+        if task is None or task.unit.status != "running":
+            return None
+        writes = _writes(config)
+        made = [] if writes is None else list(writes)[task.mark :]
+        unit = task.unit
+        ctl = unit.run.ctl
+        state = None
+        if ctl.recorder is not None or not ctl.quiet:
+            state = _read(config, self.info.state_keys, True)
+        return unit, writes, decision_of(made), state, task.mark
+
+    def _redo(self, unit: Unit, writes: Any, mark: int, config: RunnableConfig) -> list[Any]:
+        """Drop the writes the writers made for the old output; returns what to keep."""
+        kept = list(writes)[:mark]
+        writes.clear()
+        writes.extend(kept)
+        return kept
+
+    def _rewritten(self, unit: Unit, writes: Any, mark: int, config: RunnableConfig) -> None:
+        made = list(writes)[mark:]
+        unit.decision = decision_of(made)
+        if unit.state is not None:
+            unit.state = _read(config, self.info.state_keys, True)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if config is None:
+            return input
+        found = self._prepare(config)
+        if found is None:
+            return input
+        unit, writes, decision, state, mark = found
+        output = unit.after(output=input, state=state, decision=decision)
+        if output is not input and writes is not None:  # edited at the stop: write it instead
+            self._redo(unit, writes, mark, config)
+            for writer in self.writers:
+                writer.invoke(output, config)
+            self._rewritten(unit, writes, mark, config)
+        return output
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        if config is None:
+            return input
+        found = self._prepare(config)
+        if found is None:
+            return input
+        unit, writes, decision, state, mark = found
+        output = await unit.aafter(output=input, state=state, decision=decision)
+        if output is not input and writes is not None:
+            self._redo(unit, writes, mark, config)
+            for writer in self.writers:
+                await writer.ainvoke(output, config)
+            self._rewritten(unit, writes, mark, config)
+        return output
+
+
+def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
+    """The :class:`Traced` runnable for one ``PregelNode``."""
+    writers = list(node.flat_writers)
+    steps = [node.bound, Mark(), *writers, Exit(writers, info)]
+    try:
+        seq = RunnableSeq(*steps, trace_policy=getattr(node, "trace_policy", None))
+    except TypeError:  # pragma: no cover - RunnableSeq before trace_policy
+        seq = RunnableSeq(*steps)
+    return Traced(name, seq, info)
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+#: attached graphs by ``id(graph.nodes)`` (shared by copies made with ``with_config``)
+ATTACHED: dict[int, Any] = {}
+
+
+def _latest_values(chunk: Any, latest: Any, kwargs: dict[str, Any]) -> Any:
+    """Follow the root graph's ``values`` in a stream, whatever its format, for the run's
+    output. Other stream modes leave the output unknown."""
+    mode = kwargs.get("stream_mode", "values")
+    if mode is None:
+        mode = "values"
+    subgraphs = kwargs.get("subgraphs", False)
+    if isinstance(chunk, dict) and kwargs.get("version") == "v2":
+        if chunk.get("type") == "values" and not chunk.get("ns"):
+            return chunk.get("data")
+        return latest
+    if isinstance(mode, str):
+        if mode != "values":
+            return latest
+        if subgraphs:
+            if isinstance(chunk, tuple) and len(chunk) == 2 and not chunk[0]:
+                return chunk[1]
+            return latest
+        return chunk
+    if isinstance(chunk, tuple):
+        if subgraphs and len(chunk) == 3:
+            ns, kind, data = chunk
+            return data if kind == "values" and not ns else latest
+        if len(chunk) == 2 and chunk[0] == "values":
+            return chunk[1]
+    return latest
+
+
+def _edit_checker(name: str, keys: list[str]) -> Any:
+    allowed = frozenset(keys)
+
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        # A node's update can only write the graph's channels: LangGraph drops other keys of
+        # a dict update without a word. The input a node receives is free-form.
+        if which != "output" or not isinstance(payload, dict):
+            return
+        unknown = [key for key in payload if key not in allowed]
+        if unknown:
+            raise EditRefused(
+                f"graph {name!r} has no state key {unknown[0]!r}, so LangGraph would drop it "
+                f"from the update of {unit.node!r}; its keys are {', '.join(sorted(allowed))} "
+                "(add the key to the graph's state schema to write it)"
+            )
+
+    return check_edit
+
+
+class GraphRun:
+    """The flowdbg run of one graph invocation."""
+
+    @staticmethod
+    def begin(graph: Any, info: GraphInfo, input: Any) -> RunScope:
+        name = str(getattr(graph, "name", None) or type(graph).__name__)
+        scope = info.debugger.begin_run(framework="langgraph", name=name, input=input)
+        scope.check_edit = _edit_checker(name, info.state_keys)
+        return scope
+
+    @staticmethod
+    def iterate(
+        graph: Any, info: GraphInfo, inner: Iterator[Any], input: Any, kwargs: dict[str, Any]
+    ) -> Iterator[Any]:
+        scope = GraphRun.begin(graph, info, input)
+        latest = None
+        try:
+            while True:
+                token = RUN.set(scope)
+                try:
+                    chunk = next(inner)
+                except StopIteration:
+                    break
+                finally:
+                    RUN.reset(token)
+                latest = _latest_values(chunk, latest, kwargs)
+                yield chunk
+        except GeneratorExit:  # the consumer stopped iterating: the run ends here
+            inner.close()
+            scope.end(output=latest)
+            raise
+        except BaseException as exc:
+            scope.end(error=exc)
+            raise
+        scope.end(output=latest)
+
+    @staticmethod
+    async def aiterate(
+        graph: Any,
+        info: GraphInfo,
+        inner: AsyncIterator[Any],
+        input: Any,
+        kwargs: dict[str, Any],
+    ) -> AsyncIterator[Any]:
+        scope = GraphRun.begin(graph, info, input)
+        latest = None
+        try:
+            while True:
+                token = RUN.set(scope)
+                try:
+                    chunk = await inner.__anext__()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    RUN.reset(token)
+                latest = _latest_values(chunk, latest, kwargs)
+                yield chunk
+        except GeneratorExit:
+            await _aclose(inner)
+            scope.end(output=latest)
+            raise
+        except BaseException as exc:
+            scope.end(error=exc)
+            raise
+        scope.end(output=latest)
+
+
+async def _aclose(inner: AsyncIterator[Any]) -> None:
+    close = getattr(inner, "aclose", None)
+    if close is not None:
+        await close()
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def debugged_class(base: type) -> type:
+    """The subclass of a graph class whose ``stream``/``astream`` report runs to flowdbg.
+
+    It only adds behaviour while the graph is attached (:data:`ATTACHED`): a copy made while
+    attached and used after ``detach`` behaves exactly like the original class.
+    """
+    cls = _CLASSES.get(base)
+    if cls is not None:
+        return cls
+    if getattr(base, "__flowdbg_base__", None) is not None:
+        return base
+
+    def stream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
+        inner = base.stream(self, input, config, **kwargs)  # type: ignore[attr-defined]
+        info = ATTACHED.get(id(self.nodes))
+        if info is None:
+            return inner  # type: ignore[no-any-return]
+        return GraphRun.iterate(self, info.info, inner, input, kwargs)
+
+    def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        inner = base.astream(self, input, config, **kwargs)  # type: ignore[attr-defined]
+        info = ATTACHED.get(id(self.nodes))
+        if info is None:
+            return inner  # type: ignore[no-any-return]
+        return GraphRun.aiterate(self, info.info, inner, input, kwargs)
+
+    stream.__doc__ = base.stream.__doc__  # type: ignore[attr-defined]
+    astream.__doc__ = base.astream.__doc__  # type: ignore[attr-defined]
+    cls = type(
+        base.__name__,
+        (base,),
+        {
+            "stream": stream,
+            "astream": astream,
+            "__module__": base.__module__,
+            "__qualname__": base.__qualname__,
+            "__flowdbg_base__": base,
+        },
+    )
+    _CLASSES[base] = cls
+    return cls

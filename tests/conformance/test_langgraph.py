@@ -1,0 +1,251 @@
+"""The conformance suites run against real LangGraph graphs (tox env ``langgraph``)."""
+
+from __future__ import annotations
+
+import operator
+import threading
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+
+from langgraph.graph import END, START, StateGraph
+
+from flowdbg.testing import (
+    AbstractAsyncTests,
+    AbstractBreakpointTests,
+    AbstractConditionTests,
+    AbstractExceptionTests,
+    AbstractLogpointTests,
+    AbstractObserverTests,
+    AbstractParallelTests,
+    AbstractPauseTests,
+    AbstractRecordingTests,
+    AbstractStateEditingTests,
+    AbstractSteppingTests,
+    AbstractTerminateTests,
+    AbstractToolTests,
+    AbstractTransparencyTests,
+    AbstractWaitTests,
+    AbstractWatchTests,
+    AdapterFixtures,
+    Scenario,
+)
+
+#: Longest a slow node waits for release() before giving up on its own.
+SLOW_LIMIT = 10.0
+
+
+class Linear(TypedDict, total=False):
+    x: int
+    y: int
+
+
+class Loop(TypedDict, total=False):
+    count: int
+    finished: bool
+
+
+class Branch(TypedDict, total=False):
+    x: int
+    seen: bool
+    sign: str
+
+
+class Parallel(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    total: int
+
+
+class Inner(TypedDict, total=False):
+    x: int
+    z: int
+
+
+class Nested(TypedDict, total=False):
+    x: int
+    z: int
+    done: bool
+
+
+class Slow(TypedDict, total=False):
+    x: int
+    y: int
+
+
+def _scenario(app: Any, input: dict[str, Any], **extra: Any) -> Scenario:
+    return Scenario(
+        target=app,
+        run=lambda state: app.invoke(state),
+        arun=lambda state: app.ainvoke(state),
+        input=input,
+        **extra,
+    )
+
+
+class LangGraphFixtures(AdapterFixtures):
+    """The canonical scenarios, built natively with LangGraph's ``StateGraph``."""
+
+    adapter = "langgraph"
+    fixed_state_keys = True  # a node's update can only write the state schema's channels
+
+    def build_linear(self) -> Scenario:
+        g = StateGraph(Linear)
+        g.add_node("a", lambda s: {"x": s["x"] + 1})
+        g.add_node("b", lambda s: {"x": s["x"] * 10})
+        g.add_node("c", lambda s: {"y": s["x"] + 1})
+        g.add_edge(START, "a")
+        g.add_edge("a", "b")
+        g.add_edge("b", "c")
+        g.add_edge("c", END)
+        return _scenario(g.compile(name="linear"), {"x": 1})
+
+    def build_loop(self) -> Scenario:
+        g = StateGraph(Loop)
+        g.add_node("inc", lambda s: {"count": s["count"] + 1})
+        g.add_node("done", lambda s: {"finished": True})
+        g.add_edge(START, "inc")
+        g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < 5 else "done")
+        g.add_edge("done", END)
+        return _scenario(g.compile(name="loop"), {"count": 0})
+
+    def build_branch(self, positive: bool) -> Scenario:
+        g = StateGraph(Branch)
+        g.add_node("start", lambda s: {"seen": True})
+        g.add_node("pos", lambda s: {"sign": "+"})
+        g.add_node("neg", lambda s: {"sign": "-"})
+        g.add_edge(START, "start")
+        g.add_conditional_edges(
+            "start",
+            lambda s: "positive" if s["x"] > 0 else "negative",
+            {"positive": "pos", "negative": "neg"},
+        )
+        g.add_edge("pos", END)
+        g.add_edge("neg", END)
+        return _scenario(g.compile(name="branch"), {"x": 1 if positive else -1})
+
+    def build_parallel(self) -> Scenario:
+        g = StateGraph(Parallel)
+        g.add_node("fan", lambda s: {})
+        g.add_node("p1", lambda s: {"items": ["p1"]})
+        g.add_node("p2", lambda s: {"items": ["p2"]})
+        g.add_node("join", lambda s: {"total": len(s["items"])})
+        g.add_edge(START, "fan")
+        g.add_edge("fan", "p1")
+        g.add_edge("fan", "p2")
+        g.add_edge("p1", "join")
+        g.add_edge("p2", "join")
+        g.add_edge("join", END)
+        return _scenario(g.compile(name="parallel"), {"items": []})
+
+    def build_nested(self) -> Scenario:
+        inner = StateGraph(Inner)
+        inner.add_node("inner1", lambda s: {"x": s["x"] * 10})
+        inner.add_node("inner2", lambda s: {"z": s["x"] + 1})
+        inner.add_edge(START, "inner1")
+        inner.add_edge("inner1", "inner2")
+        inner.add_edge("inner2", END)
+
+        g = StateGraph(Nested)
+        g.add_node("pre", lambda s: {"x": s["x"] + 1})
+        g.add_node("sub", inner.compile(name="sub"))
+        g.add_node("post", lambda s: {"done": True})
+        g.add_edge(START, "pre")
+        g.add_edge("pre", "sub")
+        g.add_edge("sub", "post")
+        g.add_edge("post", END)
+        return _scenario(g.compile(name="nested"), {"x": 1})
+
+    def build_failing(self) -> Scenario:
+        def boom(s: Linear) -> Linear:
+            raise ValueError(f"boom at x={s['x']}")
+
+        g = StateGraph(Linear)
+        g.add_node("a", lambda s: {"x": s["x"] + 1})
+        g.add_node("boom", boom)
+        g.add_edge(START, "a")
+        g.add_edge("a", "boom")
+        g.add_edge("boom", END)
+        return _scenario(g.compile(name="failing"), {"x": 1})
+
+    def build_slow(self) -> Scenario:
+        started = threading.Event()
+        gate = threading.Event()
+
+        def slow(s: Slow) -> Slow:
+            started.set()
+            gate.wait(SLOW_LIMIT)
+            return {"x": s["x"] + 1}
+
+        g = StateGraph(Slow)
+        g.add_node("slow", slow)
+        g.add_node("after", lambda s: {"y": 1})
+        g.add_edge(START, "slow")
+        g.add_edge("slow", "after")
+        g.add_edge("after", END)
+        return _scenario(g.compile(name="slow"), {"x": 1}, started=started, release=gate.set)
+
+
+class TestLangGraphBreakpoints(LangGraphFixtures, AbstractBreakpointTests):
+    pass
+
+
+class TestLangGraphConditions(LangGraphFixtures, AbstractConditionTests):
+    pass
+
+
+class TestLangGraphExceptions(LangGraphFixtures, AbstractExceptionTests):
+    pass
+
+
+class TestLangGraphWatches(LangGraphFixtures, AbstractWatchTests):
+    pass
+
+
+class TestLangGraphStepping(LangGraphFixtures, AbstractSteppingTests):
+    pass
+
+
+class TestLangGraphStateEditing(LangGraphFixtures, AbstractStateEditingTests):
+    pass
+
+
+class TestLangGraphPause(LangGraphFixtures, AbstractPauseTests):
+    pass
+
+
+class TestLangGraphParallel(LangGraphFixtures, AbstractParallelTests):
+    pass
+
+
+class TestLangGraphTerminate(LangGraphFixtures, AbstractTerminateTests):
+    pass
+
+
+class TestLangGraphLogpoints(LangGraphFixtures, AbstractLogpointTests):
+    pass
+
+
+class TestLangGraphTransparency(LangGraphFixtures, AbstractTransparencyTests):
+    pass
+
+
+class TestLangGraphWait(LangGraphFixtures, AbstractWaitTests):
+    pass
+
+
+class TestLangGraphAsync(LangGraphFixtures, AbstractAsyncTests):
+    pass
+
+
+class TestLangGraphObservers(LangGraphFixtures, AbstractObserverTests):
+    pass
+
+
+class TestLangGraphTools(LangGraphFixtures, AbstractToolTests):
+    pass
+
+
+class TestLangGraphRecording(LangGraphFixtures, AbstractRecordingTests):
+    pass

@@ -16,8 +16,10 @@ __all__ = ["RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
 
 #: ``interrupted``: the run was left ``running`` by a process that no longer exists.
 RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted")
-#: ``completed``: the unit returned; ``failed``: it raised; ``running``: it had not finished.
-STEP_STATUSES = ("running", "completed", "failed")
+#: ``completed``: the unit returned; ``failed``: it raised; ``running``: it had not finished;
+#: ``suspended``: the framework's own control flow left it to run again later (a LangGraph
+#: ``interrupt()`` waiting for ``Command(resume=...)``).
+STEP_STATUSES = ("running", "completed", "failed", "suspended")
 
 
 @dataclass(slots=True)

@@ -433,12 +433,16 @@ class Unit:
         ``None`` when the unit has not got that far."""
         return getattr(self, name, None)
 
-    def discard(self, exc: BaseException | None = None) -> None:
+    def discard(self, exc: BaseException | None = None, *, status: str = "failed") -> None:
         """Leave the unit without an ``after`` or ``error`` point (a control-flow exception such
-        as :class:`flowdbg.Terminated` or a cancellation went through it)."""
+        as :class:`flowdbg.Terminated` or a cancellation went through it).
+
+        :param status: ``"failed"``, or ``"suspended"`` when the framework's own control flow
+            paused the unit to run it again later (a LangGraph ``interrupt()``).
+        """
         self._exit()
         if self.status == "running":
-            self._finish("failed", exc)
+            self._finish(status, exc)
 
     def _exit(self) -> None:
         token = self._token

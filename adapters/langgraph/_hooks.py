@@ -148,8 +148,8 @@ class Traced(Runnable[Any, Any]):
         token = _TASK.set(_Task(unit))
         try:
             return self.seq.invoke(input, config, **kwargs)
-        except GraphBubbleUp as exc:
-            unit.discard(exc)
+        except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
+            unit.discard(exc, status="suspended")
             raise
         except Exception as exc:
             if unit.status == "running":
@@ -171,8 +171,8 @@ class Traced(Runnable[Any, Any]):
         token = _TASK.set(_Task(unit))
         try:
             return await self.seq.ainvoke(input, config, **kwargs)
-        except GraphBubbleUp as exc:
-            unit.discard(exc)
+        except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
+            unit.discard(exc, status="suspended")
             raise
         except Exception as exc:
             if unit.status == "running":

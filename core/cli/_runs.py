@@ -42,6 +42,7 @@ _STATUS_STYLE = {
     "failed": "red",
     "terminated": "yellow",
     "interrupted": "yellow",
+    "suspended": "yellow",
     "running": "cyan",
 }
 

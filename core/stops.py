@@ -114,9 +114,8 @@ class Stop:
         # leaves the payload as it was.
         candidate = apply(_copy(current))
         unit = self._unit
-        check = None if unit is None else unit.run.check_edit
-        if check is not None:
-            check(unit, which, candidate)  # raises EditRefused with the reason
+        if unit is not None and unit.run.check_edit is not None:
+            unit.run.check_edit(unit, which, candidate)  # raises EditRefused with the reason
         if not self._edited:
             if not shared_state:
                 self.state = _copy(self.state)

@@ -25,19 +25,15 @@ the instrumented nodes).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph._internal._runnable import RunnableSeq
 from langgraph.errors import GraphBubbleUp
 
 from flowdbg.errors import EditRefused
 from flowdbg.runtime import Unit
-
-try:  # langgraph >= 0.6
-    from langgraph._internal._runnable import RunnableSeq
-except ImportError:  # pragma: no cover - older layout
-    from langgraph.utils.runnable import RunnableSeq  # type: ignore[no-redef]
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -47,7 +43,6 @@ __all__ = ["RUN", "Exit", "GraphRun", "Mark", "Traced", "debugged_class", "decis
 
 # Keys of LangGraph's per-task config (langgraph._internal._constants; kept as strings so a
 # moved module does not break the import).
-_CONF = "configurable"
 _SEND = "__pregel_send"
 _READ = "__pregel_read"
 _TASK_ID = "__pregel_task_id"
@@ -107,7 +102,7 @@ class GraphInfo:
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
     """The graph state as this task sees it; ``fresh`` applies the task's own writes (LangGraph's
     ``local_read``, valid only while the task runs)."""
-    read = config[_CONF].get(_READ)
+    read = config["configurable"].get(_READ)
     if read is None:  # pragma: no cover - every task config has a reader
         return None
     return read(keys, fresh)
@@ -118,15 +113,16 @@ class Traced(Runnable[Any, Any]):
 
     def __init__(self, name: str, seq: Runnable[Any, Any], info: GraphInfo) -> None:
         self.name = name
+        self.node_name = name
         self.seq = seq
         self.info = info
 
     def _unit(self, scope: RunScope, config: RunnableConfig) -> Unit:
         metadata = config.get("metadata") or {}
-        conf = config[_CONF]
+        conf = config["configurable"]
         execution = getattr(conf.get(_RUNTIME), "execution_info", None)
         return scope.unit(
-            self.name,
+            self.node_name,
             superstep=metadata.get("langgraph_step"),
             branch=conf.get(_TASK_ID),
             attempt=getattr(execution, "node_attempt", None) or 1,
@@ -185,12 +181,12 @@ class Traced(Runnable[Any, Any]):
             _TASK.reset(token)
 
     def __repr__(self) -> str:
-        return f"<flowdbg node hook {self.name!r}>"
+        return f"<flowdbg node hook {self.node_name!r}>"
 
 
 def _writes(config: RunnableConfig) -> Any:
     """The deque the task's writes go to (its ``send`` is that deque's bound ``extend``)."""
-    return getattr(config[_CONF].get(_SEND), "__self__", None)
+    return getattr(config["configurable"].get(_SEND), "__self__", None)
 
 
 class Mark(Runnable[Any, Any]):
@@ -347,7 +343,11 @@ class GraphRun:
 
     @staticmethod
     def iterate(
-        graph: Any, info: GraphInfo, inner: Iterator[Any], input: Any, kwargs: dict[str, Any]
+        graph: Any,
+        info: GraphInfo,
+        inner: Generator[Any, None, None],
+        input: Any,
+        kwargs: dict[str, Any],
     ) -> Iterator[Any]:
         scope = GraphRun.begin(graph, info, input)
         latest = None
@@ -423,22 +423,25 @@ def debugged_class(base: type) -> type:
     if getattr(base, "__flowdbg_base__", None) is not None:
         return base
 
+    base_stream: Any = getattr(base, "stream")  # noqa: B009 - base is any Pregel subclass
+    base_astream: Any = getattr(base, "astream")  # noqa: B009
+
     def stream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
-        inner = base.stream(self, input, config, **kwargs)  # type: ignore[attr-defined]
+        inner = base_stream(self, input, config, **kwargs)
         info = ATTACHED.get(id(self.nodes))
         if info is None:
-            return inner  # type: ignore[no-any-return]
+            return inner
         return GraphRun.iterate(self, info.info, inner, input, kwargs)
 
     def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        inner = base.astream(self, input, config, **kwargs)  # type: ignore[attr-defined]
+        inner = base_astream(self, input, config, **kwargs)
         info = ATTACHED.get(id(self.nodes))
         if info is None:
-            return inner  # type: ignore[no-any-return]
+            return inner
         return GraphRun.aiterate(self, info.info, inner, input, kwargs)
 
-    stream.__doc__ = base.stream.__doc__  # type: ignore[attr-defined]
-    astream.__doc__ = base.astream.__doc__  # type: ignore[attr-defined]
+    stream.__doc__ = base_stream.__doc__
+    astream.__doc__ = base_astream.__doc__
     cls = type(
         base.__name__,
         (base,),

@@ -30,7 +30,8 @@ class Capability(str, Enum):
     PAUSE = "pause"  #: pause() stops at the next point
     DESCRIBE = "describe"  #: describe() gives nodes and edges
     TOOL_CALLS = "tool_calls"  #: tool calls are units of kind "tool"
-    TOOL_ARG_EDITING = "tool_arg_editing"  #: tool arguments editable at a before stop
+    #: tool calls editable: arguments at a before stop, the result at an after stop
+    TOOL_ARG_EDITING = "tool_arg_editing"
     LLM_CALLS = "llm_calls"  #: model calls are units of kind "llm"
     HANDOFFS = "handoffs"  #: agent handoffs are units of kind "handoff"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability
@@ -59,11 +60,24 @@ class LangGraphAdapter(Adapter):
             Capability.TERMINATE,
             Capability.PAUSE,
             Capability.DESCRIBE,
+            Capability.TOOL_CALLS,
+            Capability.LLM_CALLS,
         }
     )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._handlers: weakref.WeakKeyDictionary[Debugger, Any] = weakref.WeakKeyDictionary()
+
+    def _handler(self, debugger: Debugger) -> Any:
+        """The callback handler reporting model and tool calls to ``debugger`` (one each, so a
+        subgraph run does not add it a second time)."""
+        from flowdbg.adapters.langgraph._calls import CallHandler
+
+        handler = self._handlers.get(debugger)
+        if handler is None:
+            handler = self._handlers[debugger] = CallHandler(debugger)
+        return handler
 
     def matches(self, target: Any) -> bool:
         return _is_pregel(target)
@@ -83,7 +97,7 @@ class LangGraphAdapter(Adapter):
                 f"graph {getattr(target, 'name', type(target).__name__)!r} is already attached "
                 "to another Debugger; detach it there first (dbg.detach(graph))"
             )
-        info = hooks.GraphInfo(debugger, _state_keys(target))
+        info = hooks.GraphInfo(debugger, _state_keys(target), self._handler(debugger))
         att = _Attachment(info, target.nodes, type(target))
         for name, node in target.nodes.items():
             if name == "__start__":  # only the input node: __error_handler__<node>s are nodes

@@ -32,6 +32,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph._internal._runnable import RunnableSeq
 from langgraph.errors import GraphBubbleUp
 
+from flowdbg.adapters.langgraph._calls import CallHandler, with_handler
 from flowdbg.errors import EditRefused
 from flowdbg.runtime import Unit
 
@@ -92,11 +93,13 @@ def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
 class GraphInfo:
     """What the hooks of one attached graph need to know about it."""
 
-    __slots__ = ("debugger", "state_keys")
+    __slots__ = ("calls", "debugger", "state_keys")
 
-    def __init__(self, debugger: Debugger, state_keys: list[str]) -> None:
+    def __init__(self, debugger: Debugger, state_keys: list[str], calls: CallHandler) -> None:
         self.debugger = debugger
         self.state_keys = state_keys
+        #: reports the model and tool calls of the graph's nodes (shared per debugger)
+        self.calls = calls
 
 
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
@@ -427,18 +430,18 @@ def debugged_class(base: type) -> type:
     base_astream: Any = getattr(base, "astream")  # noqa: B009
 
     def stream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
-        inner = base_stream(self, input, config, **kwargs)
-        info = ATTACHED.get(id(self.nodes))
-        if info is None:
-            return inner
-        return GraphRun.iterate(self, info.info, inner, input, kwargs)
+        att = ATTACHED.get(id(self.nodes))
+        if att is None:
+            return base_stream(self, input, config, **kwargs)  # type: ignore[no-any-return]
+        inner = base_stream(self, input, with_handler(config, att.info.calls), **kwargs)
+        return GraphRun.iterate(self, att.info, inner, input, kwargs)
 
     def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        inner = base_astream(self, input, config, **kwargs)
-        info = ATTACHED.get(id(self.nodes))
-        if info is None:
-            return inner
-        return GraphRun.aiterate(self, info.info, inner, input, kwargs)
+        att = ATTACHED.get(id(self.nodes))
+        if att is None:
+            return base_astream(self, input, config, **kwargs)  # type: ignore[no-any-return]
+        inner = base_astream(self, input, with_handler(config, att.info.calls), **kwargs)
+        return GraphRun.aiterate(self, att.info, inner, input, kwargs)
 
     stream.__doc__ = base_stream.__doc__
     astream.__doc__ = base_astream.__doc__

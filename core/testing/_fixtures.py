@@ -166,6 +166,11 @@ class AdapterFixtures(abc.ABC):
         """
         raise NotImplementedError("the fixtures build no tools scenario")
 
+    def reply_text(self, output: Any) -> Any:
+        """The text of a model reply as an ``llm`` unit's output holds it (the output itself by
+        default; a framework returning message objects gives their content)."""
+        return output
+
     def adapter_info(self) -> AdapterInfo:
         """The registered adapter's :class:`flowdbg.AdapterInfo` (looked up once per name).
 

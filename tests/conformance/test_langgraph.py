@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 from typing import Annotated, Any, TypedDict
@@ -10,6 +11,9 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 
 from flowdbg.testing import (
@@ -72,6 +76,14 @@ class Nested(TypedDict, total=False):
 class Slow(TypedDict, total=False):
     x: int
     y: int
+
+
+class Tools(TypedDict, total=False):
+    q: str
+    reply: str
+    found: str
+    ran: str
+    finished: bool
 
 
 def _scenario(app: Any, input: dict[str, Any], **extra: Any) -> Scenario:
@@ -185,6 +197,39 @@ class LangGraphFixtures(AdapterFixtures):
         g.add_edge("slow", "after")
         g.add_edge("after", END)
         return _scenario(g.compile(name="slow"), {"x": 1}, started=started, release=gate.set)
+
+    def build_tools(self) -> Scenario:
+        # A scripted chat model (offline) and two LangChain tools the node calls itself.
+        chat = GenericFakeChatModel(
+            messages=itertools.repeat(AIMessage("search, then clean up"))
+        ).with_config(run_name="chat")
+
+        @tool
+        def search(query: str) -> str:
+            """Search the web."""
+            return f"results for {query}"
+
+        @tool
+        def shell(cmd: str) -> str:
+            """Run a shell command."""
+            return f"ran {cmd}"
+
+        def agent(s: Tools) -> Tools:
+            reply = chat.invoke([{"role": "user", "content": s["q"]}])
+            found = search.invoke({"query": s["q"]})
+            ran = shell.invoke({"cmd": "rm -rf /tmp/cache"})
+            return {"reply": str(reply.content), "found": found, "ran": ran}
+
+        g = StateGraph(Tools)
+        g.add_node("agent", agent)
+        g.add_node("done", lambda s: {"finished": True})
+        g.add_edge(START, "agent")
+        g.add_edge("agent", "done")
+        g.add_edge("done", END)
+        return _scenario(g.compile(name="tools"), {"q": "flights"})
+
+    def reply_text(self, output: Any) -> Any:
+        return getattr(output, "content", output)
 
 
 class TestLangGraphBreakpoints(LangGraphFixtures, AbstractBreakpointTests):

@@ -7,8 +7,9 @@ langgraph 1.2 ``pregel/_read.py`` and ``pregel/_algo.py``: the task's ``proc`` i
 Attaching stores a :class:`Traced` runnable in that cached slot instead, for every node but
 ``__start__``::
 
-    Traced:  before point -> RunnableSeq(bound, Mark, *writers, Exit)
-    Exit:    after point, with the real routing decision (the writes the writers just made)
+    Traced:  before point -> RunnableSeq(bound, Commit)
+    Commit:  runs the node's writers, then the after point with the real routing decision
+             (the writes the writers just made)
 
 so a breakpoint after a node sees the decision LangGraph itself took, and an edit at that stop
 replaces the writes of the node before they are applied at the end of the superstep. Errors of
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
     from flowdbg.runtime import RunScope
 
-__all__ = ["RUN", "Exit", "GraphRun", "Mark", "Traced", "debugged_class", "decision_of"]
+__all__ = ["RUN", "Commit", "GraphRun", "Traced", "debugged_class", "decision_of"]
 
 # Keys of LangGraph's per-task config (langgraph._internal._constants; kept as strings so a
 # moved module does not break the import).
@@ -58,35 +59,43 @@ RUN: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
 )
 
 
-class _Task:
-    """One execution of a node between its before point and its after point."""
-
-    __slots__ = ("mark", "unit")
-
-    def __init__(self, unit: Unit) -> None:
-        self.unit = unit
-        self.mark = 0
-
-
-_TASK: contextvars.ContextVar[_Task | None] = contextvars.ContextVar(
+#: the unit of the node whose writers run in this context (from its before to its after point)
+_TASK: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
     "flowdbg_langgraph_task", default=None
 )
 
 
+_TARGETS: dict[str, str | None] = {}
+
+
+def _target(channel: str) -> str | None:
+    """The node a write to ``channel`` triggers: edges write ``branch:to:<node>``, waiting
+    edges ``join:<sources>:<node>``; other channels are state."""
+    if channel.startswith("branch:to:"):
+        target: str | None = channel[10:]
+    elif channel.startswith("join:"):
+        target = channel.rsplit(":", 1)[1]
+    else:
+        target = None
+    if len(_TARGETS) < 65536:  # channel names are few per graph; bounded all the same
+        _TARGETS[channel] = target
+    return target
+
+
 def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
-    """The nodes a task's writes trigger next: edges write ``branch:to:<node>``, waiting edges
-    ``join:<sources>:<node>``, ``Send`` packets go to ``__pregel_tasks``. No target ends the
-    branch (``__end__``)."""
+    """The nodes a task's writes trigger next (``Send`` packets go to ``__pregel_tasks``).
+    No target ends the branch (``__end__``)."""
     targets: list[str] = []
+    known = _TARGETS
     for channel, value in writes:
-        if channel.startswith("branch:to:"):
-            targets.append(channel[10:])
-        elif channel == _TASKS:
+        if channel == _TASKS:
             node = getattr(value, "node", None)
             if isinstance(node, str):
                 targets.append(node)
-        elif channel.startswith("join:"):
-            targets.append(channel.rsplit(":", 1)[1])
+            continue
+        target = known[channel] if channel in known else _target(channel)
+        if target is not None:
+            targets.append(target)
     return targets or [END]
 
 
@@ -144,7 +153,7 @@ class Traced(Runnable[Any, Any]):
         unit = self._unit(scope, config)
         state = self._state(input, config) if not scope.ctl.quiet else input
         input = unit.before(state=state, input=input)
-        token = _TASK.set(_Task(unit))
+        token = _TASK.set(unit)
         try:
             return self.seq.invoke(input, config, **kwargs)
         except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
@@ -167,7 +176,7 @@ class Traced(Runnable[Any, Any]):
         unit = self._unit(scope, config)
         state = self._state(input, config) if not scope.ctl.quiet else input
         input = await unit.abefore(state=state, input=input)
-        token = _TASK.set(_Task(unit))
+        token = _TASK.set(unit)
         try:
             return await self.seq.ainvoke(input, config, **kwargs)
         except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
@@ -192,78 +201,66 @@ def _writes(config: RunnableConfig) -> Any:
     return getattr(config["configurable"].get(_SEND), "__self__", None)
 
 
-class Mark(Runnable[Any, Any]):
-    """Between the node and its writers: remembers where the writers' writes begin."""
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        task = _TASK.get()
-        if task is not None and config is not None:
-            writes = _writes(config)
-            task.mark = 0 if writes is None else len(writes)
-        return input
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        return self.invoke(input, config, **kwargs)
-
-
-class Exit(Runnable[Any, Any]):
-    """After the writers: the unit's after point, with the decision they wrote."""
+class Commit(Runnable[Any, Any]):
+    """After the node: runs its writers, then the unit's after point with the decision they
+    wrote. (One step for all writers: every step of a ``RunnableSeq`` costs a child callback
+    manager, about 18 µs in langgraph 1.2, so the hook adds no steps to what LangGraph runs.)"""
 
     def __init__(self, writers: Sequence[Runnable[Any, Any]], info: GraphInfo) -> None:
         self.writers = list(writers)
         self.info = info
 
-    def _prepare(self, config: RunnableConfig) -> tuple[Unit, Any, list[str], Any, int] | None:
-        task = _TASK.get()
-        if task is None or task.unit.status != "running":
-            return None
-        writes = _writes(config)
-        made = [] if writes is None else list(writes)[task.mark :]
-        unit = task.unit
+    def _after(self, unit: Unit, config: RunnableConfig, writes: Any, mark: int) -> Any:
+        """``(state, decision)`` for the after point, from the writes the writers made."""
+        made = () if writes is None else list(writes)[mark:] if mark else writes
         ctl = unit.run.ctl
         state = None
         if ctl.recorder is not None or not ctl.quiet:
             state = _read(config, self.info.state_keys, True)
-        return unit, writes, decision_of(made), state, task.mark
+        return state, decision_of(made)
 
-    def _redo(self, unit: Unit, writes: Any, mark: int, config: RunnableConfig) -> list[Any]:
-        """Drop the writes the writers made for the old output; returns what to keep."""
+    def _rewrite(self, writes: Any, mark: int) -> None:
+        """Drop the writes the writers made for the output an edit replaced."""
         kept = list(writes)[:mark]
         writes.clear()
         writes.extend(kept)
-        return kept
 
     def _rewritten(self, unit: Unit, writes: Any, mark: int, config: RunnableConfig) -> None:
-        made = list(writes)[mark:]
-        unit.decision = decision_of(made)
+        unit.decision = decision_of(list(writes)[mark:])
         if unit.state is not None:
             unit.state = _read(config, self.info.state_keys, True)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if config is None:
+        task = _TASK.get()
+        writes = None if config is None else _writes(config)
+        mark = 0 if writes is None else len(writes)
+        for writer in self.writers:
+            writer.invoke(input, config)
+        unit = task
+        if unit is None or config is None or unit.status != "running":
             return input
-        found = self._prepare(config)
-        if found is None:
-            return input
-        unit, writes, decision, state, mark = found
+        state, decision = self._after(unit, config, writes, mark)
         output = unit.after(output=input, state=state, decision=decision)
-        if output is not input and writes is not None:  # edited at the stop: write it instead
-            self._redo(unit, writes, mark, config)
+        if output is not input and writes is not None:  # edited at the stop: write that instead
+            self._rewrite(writes, mark)
             for writer in self.writers:
                 writer.invoke(output, config)
             self._rewritten(unit, writes, mark, config)
         return output
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if config is None:
+        task = _TASK.get()
+        writes = None if config is None else _writes(config)
+        mark = 0 if writes is None else len(writes)
+        for writer in self.writers:
+            await writer.ainvoke(input, config)
+        unit = task
+        if unit is None or config is None or unit.status != "running":
             return input
-        found = self._prepare(config)
-        if found is None:
-            return input
-        unit, writes, decision, state, mark = found
+        state, decision = self._after(unit, config, writes, mark)
         output = await unit.aafter(output=input, state=state, decision=decision)
         if output is not input and writes is not None:
-            self._redo(unit, writes, mark, config)
+            self._rewrite(writes, mark)
             for writer in self.writers:
                 await writer.ainvoke(output, config)
             self._rewritten(unit, writes, mark, config)
@@ -272,8 +269,7 @@ class Exit(Runnable[Any, Any]):
 
 def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
     """The :class:`Traced` runnable for one ``PregelNode``."""
-    writers = list(node.flat_writers)
-    steps = [node.bound, Mark(), *writers, Exit(writers, info)]
+    steps = [node.bound, Commit(node.flat_writers, info)]
     try:
         seq = RunnableSeq(*steps, trace_policy=getattr(node, "trace_policy", None))
     except TypeError:  # pragma: no cover - RunnableSeq before trace_policy
@@ -285,6 +281,22 @@ def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
 
 #: attached graphs by ``id(graph.nodes)`` (shared by copies made with ``with_config``)
 ATTACHED: dict[int, Any] = {}
+
+
+def _values_tracker(kwargs: dict[str, Any]) -> Any:
+    """``track(chunk, latest)``: the root graph's latest ``values`` after a stream chunk (the
+    run's output). Picked once per run: it runs for every chunk."""
+    mode = kwargs.get("stream_mode", "values")
+    if (
+        isinstance(mode, list)
+        and "values" in mode
+        and not kwargs.get("subgraphs")
+        and kwargs.get("version", "v1") == "v1"
+    ):  # what invoke() asks for: ("updates" | "values", payload) pairs
+        return lambda chunk, latest: chunk[1] if chunk[0] == "values" else latest
+    if mode in (None, "values") and not kwargs.get("subgraphs") and not kwargs.get("version"):
+        return lambda chunk, latest: chunk
+    return lambda chunk, latest: _latest_values(chunk, latest, kwargs)
 
 
 def _latest_values(chunk: Any, latest: Any, kwargs: dict[str, Any]) -> Any:
@@ -354,16 +366,18 @@ class GraphRun:
     ) -> Iterator[Any]:
         scope = GraphRun.begin(graph, info, input)
         latest = None
+        track = _values_tracker(kwargs)
+        set_run, reset_run = RUN.set, RUN.reset
         try:
             while True:
-                token = RUN.set(scope)
+                token = set_run(scope)
                 try:
                     chunk = next(inner)
                 except StopIteration:
                     break
                 finally:
-                    RUN.reset(token)
-                latest = _latest_values(chunk, latest, kwargs)
+                    reset_run(token)
+                latest = track(chunk, latest)
                 yield chunk
         except GeneratorExit:  # the consumer stopped iterating: the run ends here
             inner.close()
@@ -384,6 +398,7 @@ class GraphRun:
     ) -> AsyncIterator[Any]:
         scope = GraphRun.begin(graph, info, input)
         latest = None
+        track = _values_tracker(kwargs)
         try:
             while True:
                 token = RUN.set(scope)
@@ -393,7 +408,7 @@ class GraphRun:
                     break
                 finally:
                     RUN.reset(token)
-                latest = _latest_values(chunk, latest, kwargs)
+                latest = track(chunk, latest)
                 yield chunk
         except GeneratorExit:
             await _aclose(inner)

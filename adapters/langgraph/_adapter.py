@@ -27,17 +27,47 @@ def _is_pregel(target: Any) -> bool:
     )
 
 
-class _Attachment:
-    """What attach changed on one compiled graph, to undo it exactly."""
+class _Graph:
+    """An attached graph: who attached it (the user, or the graphs it is a subgraph of)."""
 
-    def __init__(self, info: Any, nodes: dict[str, Any], cls: type) -> None:
-        self.info = info
-        #: the graph's nodes dict (kept alive so its id stays unique while attached)
-        self.nodes = nodes
-        #: per PregelNode: the cached-property values it had before attach
-        self.saved: list[tuple[Any, dict[str, Any]]] = []
-        self.owned_subgraphs: list[Any] = []
+    def __init__(self, graph: Any, debugger: Debugger, cls: type) -> None:
+        self.graph = graph  # kept alive while attached, so its id stays its own
+        self.debugger = debugger
+        self.owners: set[Any] = set()
         self.original_class = cls
+        self.nodes: list[Any] = []
+        self.subgraphs: list[Any] = []
+
+
+class _Node:
+    """An instrumented ``PregelNode``; graph copies (``with_config``) share them, so several
+    attached graphs may hold one: it is restored when the last lets go."""
+
+    def __init__(self, node: Any, debugger: Debugger, saved: dict[str, Any]) -> None:
+        self.node = node
+        self.debugger = debugger
+        self.saved = saved
+        self.refs = 0
+        #: a ToolNode's own (wrap_tool_call, awrap_tool_call), when the node is one
+        self.tool_wrappers: tuple[Any, Any] | None = None
+
+
+_GRAPHS: dict[int, _Graph] = {}
+_NODES: dict[int, _Node] = {}
+_USER = "user"
+
+
+def _name(graph: Any) -> str:
+    return str(getattr(graph, "name", None) or type(graph).__name__)
+
+
+def _nodes(graph: Any) -> list[tuple[str, Any]]:
+    """The nodes attach instruments: all but ``__start__`` (``__error_handler__<node>`` too)."""
+    return [(name, node) for name, node in graph.nodes.items() if name != "__start__"]
+
+
+def _subgraphs(node: Any) -> list[Any]:
+    return [sub for sub in getattr(node, "subgraphs", None) or () if _is_pregel(sub)]
 
 
 class LangGraphAdapter(Adapter):
@@ -62,6 +92,10 @@ class LangGraphAdapter(Adapter):
             Capability.DESCRIBE,
             Capability.TOOL_CALLS,
             Capability.LLM_CALLS,
+            # Not TOOL_ARG_EDITING: the arguments and results of the calls a ToolNode makes (an
+            # agent's tools node) can be edited, through its wrap_tool_call hook, but a tool a
+            # node calls itself is seen through LangChain callbacks, which get a copy; editing
+            # those is refused with EditRefused.
         }
     )
 
@@ -83,59 +117,92 @@ class LangGraphAdapter(Adapter):
         return _is_pregel(target)
 
     def attach(self, target: Any, debugger: Debugger) -> None:
-        from flowdbg.adapters.langgraph import _hooks
-
         with self._lock:
-            self._attach(target, debugger, _hooks)
+            # Check the whole tree first, so that a refused attach changes nothing.
+            self._check(target, debugger, set())
+            self._acquire(target, debugger, _USER)
 
-    def _attach(self, target: Any, debugger: Debugger, hooks: Any) -> _Attachment | None:
-        existing = hooks.ATTACHED.get(id(target.nodes))
-        if existing is not None:
-            if existing.info.debugger is debugger:
-                return None
+    def _check(self, graph: Any, debugger: Debugger, seen: set[int]) -> None:
+        if id(graph) in seen:
+            return
+        seen.add(id(graph))
+        held = _GRAPHS.get(id(graph))
+        if held is not None and held.debugger is not debugger:
             raise AdapterError(
-                f"graph {getattr(target, 'name', type(target).__name__)!r} is already attached "
-                "to another Debugger; detach it there first (dbg.detach(graph))"
+                f"graph {_name(graph)!r} is already attached to another Debugger; detach it "
+                "there first (dbg.detach(graph))"
             )
-        info = hooks.GraphInfo(debugger, _state_keys(target), self._handler(debugger))
-        att = _Attachment(info, target.nodes, type(target))
-        for name, node in target.nodes.items():
-            if name == "__start__":  # only the input node: __error_handler__<node>s are nodes
-                continue
-            for sub in getattr(node, "subgraphs", None) or ():
-                if _is_pregel(sub):
-                    owned = self._attach(sub, debugger, hooks)
-                    if owned is not None:
-                        att.owned_subgraphs.append(sub)
-            saved = {key: node.__dict__.get(key, _MISSING) for key in _CACHED}
-            if node.node is None:  # nothing to run (no function, no writers)
-                continue
-            traced = hooks.traced_node(name, node, info)
-            att.saved.append((node, saved))
-            node.__dict__["node"] = traced
-        target.__class__ = hooks.debugged_class(type(target))
-        hooks.ATTACHED[id(target.nodes)] = att
-        return att
+        for name, node in _nodes(graph):
+            record = _NODES.get(id(node))
+            if record is not None and record.debugger is not debugger:
+                raise AdapterError(
+                    f"node {name!r} of graph {_name(graph)!r} is instrumented by another "
+                    "Debugger (a copy of this graph is attached there); detach it there first"
+                )
+            for sub in _subgraphs(node):
+                self._check(sub, debugger, seen)
+
+    def _acquire(self, graph: Any, debugger: Debugger, owner: Any) -> None:
+        from flowdbg.adapters.langgraph import _calls as calls
+        from flowdbg.adapters.langgraph import _hooks as hooks
+
+        held = _GRAPHS.get(id(graph))
+        if held is not None:
+            held.owners.add(owner)  # attaching twice is a no-op: owners is a set
+            return
+        held = _GRAPHS[id(graph)] = _Graph(graph, debugger, type(graph))
+        held.owners.add(owner)
+        info = hooks.GraphInfo(debugger, _state_keys(graph), self._handler(debugger))
+        for name, node in _nodes(graph):
+            for sub in _subgraphs(node):
+                self._acquire(sub, debugger, id(held))
+                held.subgraphs.append(sub)
+            record = _NODES.get(id(node))
+            if record is None:
+                saved = {key: node.__dict__.get(key, _MISSING) for key in _CACHED}
+                if node.node is None:  # nothing to run (no function, no writers)
+                    continue
+                record = _NODES[id(node)] = _Node(node, debugger, saved)
+                if calls.is_tool_node(node.bound):
+                    tool_node = node.bound
+                    inner, ainner = tool_node._wrap_tool_call, tool_node._awrap_tool_call
+                    wrapper = calls.ToolNodeWrapper(debugger, inner, ainner)
+                    tool_node._wrap_tool_call = wrapper
+                    tool_node._awrap_tool_call = wrapper.acall
+                    record.tool_wrappers = (inner, ainner)
+                node.__dict__["node"] = hooks.traced_node(name, node, info)
+            record.refs += 1
+            held.nodes.append(node)
+        graph.__class__ = hooks.debugged_class(type(graph))
 
     def detach(self, target: Any) -> None:
-        from flowdbg.adapters.langgraph import _hooks
-
         with self._lock:
-            self._detach(target, _hooks)
+            self._release(target, _USER)
 
-    def _detach(self, target: Any, hooks: Any) -> None:
-        att: _Attachment | None = hooks.ATTACHED.pop(id(target.nodes), None)
-        if att is None:
+    def _release(self, graph: Any, owner: Any) -> None:
+        held = _GRAPHS.get(id(graph))
+        if held is None or owner not in held.owners:
             return
-        for node, saved in att.saved:
-            for key, value in saved.items():
+        held.owners.discard(owner)
+        if held.owners:  # still attached directly, or as a subgraph of another graph
+            return
+        del _GRAPHS[id(graph)]
+        for node in held.nodes:
+            record = _NODES[id(node)]
+            record.refs -= 1
+            if record.refs:
+                continue
+            del _NODES[id(node)]
+            for key, value in record.saved.items():
                 if value is _MISSING:
                     node.__dict__.pop(key, None)
                 else:
                     node.__dict__[key] = value
-        target.__class__ = att.original_class
-        for sub in att.owned_subgraphs:
-            self._detach(sub, hooks)
+            if record.tool_wrappers is not None:
+                node.bound._wrap_tool_call, node.bound._awrap_tool_call = record.tool_wrappers
+        for sub in held.subgraphs:
+            self._release(sub, id(held))
+        graph.__class__ = held.original_class
 
     def describe(self, target: Any) -> dict[str, Any]:
         from flowdbg.adapters.langgraph._describe import describe

@@ -10,20 +10,27 @@ in an executor thread with a copy of the task's context, so only that task waits
 exception a handler raises reaches the call when ``raise_error`` is set: a breakpoint holds the
 call and ``terminate()`` ends it (checked in langchain-core 1.7 ``callbacks/manager.py``).
 
-What can be edited at those stops: callbacks see the call's arguments as a copy (``BaseTool.run``
-passes ``inputs=`` a filtered copy), so tool arguments cannot be changed from here, and neither
-can a tool result the tool returns as a plain value. A model's reply arrives as the very message
-object the caller receives, so an edit at the ``after`` stop of an ``llm`` unit is copied into it.
+Tool calls a ``ToolNode`` makes (the tools node of a LangGraph agent) go through its
+``wrap_tool_call`` hook instead (:class:`ToolNodeWrapper`), where arguments and results can be
+edited; the callbacks of those calls are then skipped.
+
+What can be edited at the other stops: callbacks see the call's arguments as a copy
+(``BaseTool.run`` passes ``inputs=`` a filtered copy), so tool arguments cannot be changed from
+there, and neither can a tool result the tool returns as a plain value. A model's reply arrives
+as the very message object the caller receives, so an edit at the ``after`` stop of an ``llm``
+unit is copied into it.
 Edits that cannot reach LangGraph are refused with :class:`flowdbg.EditRefused`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
+from langgraph.errors import GraphBubbleUp
 
 from flowdbg.errors import EditRefused
 from flowdbg.runtime import Unit, current_unit
@@ -31,10 +38,12 @@ from flowdbg.runtime import Unit, current_unit
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
 
-__all__ = ["CallHandler", "with_handler"]
+__all__ = ["CallHandler", "ToolNodeWrapper", "is_tool_node", "with_handler"]
 
 
 def _refuse_edit(unit: Unit, which: str, payload: Any) -> None:
+    if id(unit) in _EDITABLE:
+        return  # a ToolNode call: the wrapper passes edits on (see ToolNodeWrapper)
     if unit.kind == "llm" and which == "output":
         return  # copied into the reply message (see CallHandler.on_llm_end)
     what = "arguments" if which == "input" else "result"
@@ -157,6 +166,8 @@ class CallHandler(BaseCallbackHandler):
         name: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if _WRAPPED.get():  # a ToolNode call: already a unit (ToolNodeWrapper)
+            return
         label = name or (serialized or {}).get("name") or "tool"
         args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
         self._open_unit(run_id, str(label), "tool", args)
@@ -189,3 +200,124 @@ def with_handler(config: Any, handler: CallHandler) -> Any:
         manager.add_handler(handler, inherit=True)
         config["callbacks"] = manager
     return config
+
+
+# -- tool calls through a ToolNode: editable ---------------------------------------------------
+
+#: ids of the open units whose edits reach the call (ToolNode calls); others are refused
+_EDITABLE: set[int] = set()
+#: set while a ToolNode call is a unit, so its LangChain tool callbacks open no second one
+_WRAPPED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "flowdbg_langgraph_wrapped_tool", default=False
+)
+
+
+def _tool_result(original: Any, edited: Any) -> Any:
+    """What an edit of a ToolNode call's result becomes: text replaces the message content."""
+    if isinstance(edited, str) and hasattr(original, "model_copy"):
+        return original.model_copy(update={"content": edited})
+    return edited
+
+
+class ToolNodeWrapper:
+    """``wrap_tool_call``/``awrap_tool_call`` of a ToolNode (langgraph.prebuilt): each call is a
+    unit of kind ``tool`` whose arguments and result can be edited at its stops.
+
+    ToolNode's wrapper hook is its documented interception point: the wrapper gets a
+    ``ToolCallRequest`` (``request.override(tool_call=...)`` changes the arguments) and the
+    ``execute`` callable, and what it returns is the call's result. A wrapper the user gave the
+    ToolNode still runs, inside this one.
+    """
+
+    def __init__(self, debugger: Debugger, inner: Any, ainner: Any) -> None:
+        self._ctl = debugger._ctl
+        self.inner = inner
+        self.ainner = ainner
+
+    def _open(self, request: Any) -> Unit | None:
+        parent = current_unit()
+        if parent is None or parent.run.ctl is not self._ctl:
+            return None
+        frame = parent.frame()
+        frame.check_edit = _refuse_edit
+        call = request.tool_call
+        unit = frame.unit(str(call.get("name") or "tool"), kind="tool")
+        _EDITABLE.add(id(unit))
+        return unit
+
+    @staticmethod
+    def _request(request: Any, args: Any) -> Any:
+        call = request.tool_call
+        if args is call.get("args"):
+            return request
+        return request.override(tool_call={**call, "args": args})
+
+    def __call__(self, request: Any, execute: Any) -> Any:
+        unit = self._open(request)
+        if unit is None:
+            return self.inner(request, execute) if self.inner else execute(request)
+        state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
+        try:
+            args = unit.before(state=state, input=request.tool_call.get("args"))
+            request = self._request(request, args)
+            token = _WRAPPED.set(True)
+            try:
+                result = self.inner(request, execute) if self.inner else execute(request)
+            except GraphBubbleUp as exc:
+                unit.discard(exc, status="suspended")
+                raise
+            except Exception as exc:
+                unit.error(exc, state=state)
+                raise
+            except BaseException as exc:
+                unit.discard(exc)
+                raise
+            finally:
+                _WRAPPED.reset(token)
+            return _tool_result(result, unit.after(output=result, state=state))
+        finally:
+            _EDITABLE.discard(id(unit))
+
+    async def acall(self, request: Any, execute: Any) -> Any:
+        unit = self._open(request)
+        inner = self.ainner
+        if unit is None:
+            if inner is not None:
+                return await inner(request, execute)
+            if self.inner is not None:  # ToolNode falls back to the sync wrapper likewise
+                return self.inner(request, execute)
+            return await execute(request)
+        state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
+        try:
+            args = await unit.abefore(state=state, input=request.tool_call.get("args"))
+            request = self._request(request, args)
+            token = _WRAPPED.set(True)
+            try:
+                if inner is not None:
+                    result = await inner(request, execute)
+                elif self.inner is not None:
+                    result = self.inner(request, execute)
+                else:
+                    result = await execute(request)
+            except GraphBubbleUp as exc:
+                unit.discard(exc, status="suspended")
+                raise
+            except Exception as exc:
+                await unit.aerror(exc, state=state)
+                raise
+            except BaseException as exc:
+                unit.discard(exc)
+                raise
+            finally:
+                _WRAPPED.reset(token)
+            return _tool_result(result, await unit.aafter(output=result, state=state))
+        finally:
+            _EDITABLE.discard(id(unit))
+
+
+def is_tool_node(obj: Any) -> bool:
+    """Whether ``obj`` is a ``langgraph.prebuilt`` ToolNode with the wrapper hook."""
+    return any(
+        cls.__name__ == "ToolNode" and cls.__module__.startswith("langgraph.prebuilt")
+        for cls in type(obj).__mro__
+    ) and hasattr(obj, "_wrap_tool_call")

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph._internal._runnable import RunnableSeq
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, ParentCommand
+from langgraph.types import Command
 
 from flowdbg.adapters.langgraph._calls import CallHandler, with_handler
 from flowdbg.errors import EditRefused
@@ -128,17 +129,32 @@ class Traced(Runnable[Any, Any]):
         self.node_name = name
         self.seq = seq
         self.info = info
+        #: task id -> attempts made, where LangGraph does not say (see _unit)
+        self._failed: dict[Any, int] = {}
 
     def _unit(self, scope: RunScope, config: RunnableConfig) -> Unit:
         metadata = config.get("metadata") or {}
         conf = config["configurable"]
+        task_id = conf.get(_TASK_ID)
         execution = getattr(conf.get(_RUNTIME), "execution_info", None)
+        attempt = getattr(execution, "node_attempt", None)
+        if attempt is None:  # langgraph < 1.1 has no node_attempt: count failed attempts
+            failed = self._failed
+            attempt = failed.get(task_id, 0) + 1
+            if len(failed) > 4096:  # tasks that failed for good; retries are immediate
+                failed.clear()
+            failed[task_id] = attempt
         return scope.unit(
             self.node_name,
             superstep=metadata.get("langgraph_step"),
-            branch=conf.get(_TASK_ID),
-            attempt=getattr(execution, "node_attempt", None) or 1,
+            branch=task_id,
+            attempt=attempt,
         )
+
+    def _done(self, config: RunnableConfig) -> None:
+        """The task ran to its end (or was suspended): its next run is a first attempt."""
+        if self._failed:
+            self._failed.pop(config["configurable"].get(_TASK_ID), None)
 
     def _state(self, input: Any, config: RunnableConfig) -> Any:
         path = (config.get("metadata") or {}).get("langgraph_path") or ()
@@ -155,8 +171,15 @@ class Traced(Runnable[Any, Any]):
         input = unit.before(state=state, input=input)
         token = _TASK.set(unit)
         try:
-            return self.seq.invoke(input, config, **kwargs)
-        except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
+            result = self.seq.invoke(input, config, **kwargs)
+            self._done(config)
+            return result
+        except ParentCommand as exc:  # the node handed a Command to a parent graph
+            if unit.status == "running":  # (a subgraph's node did): the node is done
+                _command_after(unit, exc, unit.after(output=exc.args[0], decision=_goto(exc)))
+            raise
+        except GraphBubbleUp as exc:  # interrupt(): the node runs again on resume
+            self._done(config)
             unit.discard(exc, status="suspended")
             raise
         except Exception as exc:
@@ -178,8 +201,16 @@ class Traced(Runnable[Any, Any]):
         input = await unit.abefore(state=state, input=input)
         token = _TASK.set(unit)
         try:
-            return await self.seq.ainvoke(input, config, **kwargs)
-        except GraphBubbleUp as exc:  # interrupt(), Command(graph=PARENT): not an error
+            result = await self.seq.ainvoke(input, config, **kwargs)
+            self._done(config)
+            return result
+        except ParentCommand as exc:
+            if unit.status == "running":
+                edited = await unit.aafter(output=exc.args[0], decision=_goto(exc))
+                _command_after(unit, exc, edited)
+            raise
+        except GraphBubbleUp as exc:
+            self._done(config)
             unit.discard(exc, status="suspended")
             raise
         except Exception as exc:
@@ -194,6 +225,26 @@ class Traced(Runnable[Any, Any]):
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.node_name!r}>"
+
+
+def _goto(exc: BaseException) -> list[str]:
+    """The nodes a ``Command`` carried by a ``ParentCommand`` goes to."""
+    goto = getattr(exc.args[0] if exc.args else None, "goto", None)
+    items = goto if isinstance(goto, (list, tuple)) else [goto] if goto else []
+    names = [item if isinstance(item, str) else getattr(item, "node", None) for item in items]
+    return [name for name in names if isinstance(name, str)] or [END]
+
+
+def _command_after(unit: Unit, exc: BaseException, edited: Any) -> None:
+    """An edit at the after stop of a node whose Command goes to a parent graph: the
+    ``ParentCommand`` carries the edited Command up (LangGraph applies ``exc.args[0]``)."""
+    if edited is not exc.args[0]:
+        if not isinstance(edited, Command):
+            raise EditRefused(
+                f"{unit.node!r} hands a Command to a parent graph; it can only be replaced by "
+                f"another Command, not by {type(edited).__name__}"
+            )
+        exc.args = (edited, *exc.args[1:])
 
 
 def _writes(config: RunnableConfig) -> Any:
@@ -234,8 +285,13 @@ class Commit(Runnable[Any, Any]):
         task = _TASK.get()
         writes = None if config is None else _writes(config)
         mark = 0 if writes is None else len(writes)
-        for writer in self.writers:
-            writer.invoke(input, config)
+        try:
+            for writer in self.writers:
+                writer.invoke(input, config)
+        except ParentCommand as exc:  # a Command(graph=PARENT): after point, then up it goes
+            if task is not None and task.status == "running":
+                _command_after(task, exc, task.after(output=input, decision=_goto(exc)))
+            raise
         unit = task
         if unit is None or config is None or unit.status != "running":
             return input
@@ -252,8 +308,14 @@ class Commit(Runnable[Any, Any]):
         task = _TASK.get()
         writes = None if config is None else _writes(config)
         mark = 0 if writes is None else len(writes)
-        for writer in self.writers:
-            await writer.ainvoke(input, config)
+        try:
+            for writer in self.writers:
+                await writer.ainvoke(input, config)
+        except ParentCommand as exc:
+            if task is not None and task.status == "running":
+                edited = await task.aafter(output=input, decision=_goto(exc))
+                _command_after(task, exc, edited)
+            raise
         unit = task
         if unit is None or config is None or unit.status != "running":
             return input
@@ -279,8 +341,15 @@ def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
 
 # -- runs --------------------------------------------------------------------------------------
 
-#: attached graphs by ``id(graph.nodes)`` (shared by copies made with ``with_config``)
-ATTACHED: dict[int, Any] = {}
+
+def graph_info(graph: Any) -> GraphInfo | None:
+    """The attachment of ``graph``, read off its instrumented nodes (a copy made with
+    ``with_config`` shares them, so it is debugged too); ``None`` when detached."""
+    for node in graph.nodes.values():
+        traced = node.__dict__.get("node")
+        if type(traced) is Traced:
+            return traced.info
+    return None
 
 
 def _values_tracker(kwargs: dict[str, Any]) -> Any:
@@ -333,7 +402,11 @@ def _edit_checker(name: str, keys: list[str]) -> Any:
     def check_edit(unit: Unit, which: str, payload: Any) -> None:
         # A node's update can only write the graph's channels: LangGraph drops other keys of
         # a dict update without a word. The input a node receives is free-form.
-        if which != "output" or not isinstance(payload, dict):
+        if which != "output":
+            return
+        if isinstance(payload, Command):  # its update is written like a node's return value
+            payload = payload.update
+        if not isinstance(payload, dict):
             return
         unknown = [key for key in payload if key not in allowed]
         if unknown:
@@ -383,6 +456,9 @@ class GraphRun:
             inner.close()
             scope.end(output=latest)
             raise
+        except GraphBubbleUp:  # a subgraph's interrupt() or Command to a parent: not a failure
+            scope.end(output=latest)
+            raise
         except BaseException as exc:
             scope.end(error=exc)
             raise
@@ -414,6 +490,9 @@ class GraphRun:
             await _aclose(inner)
             scope.end(output=latest)
             raise
+        except GraphBubbleUp:
+            scope.end(output=latest)
+            raise
         except BaseException as exc:
             scope.end(error=exc)
             raise
@@ -432,7 +511,7 @@ _CLASSES: dict[type, type] = {}
 def debugged_class(base: type) -> type:
     """The subclass of a graph class whose ``stream``/``astream`` report runs to flowdbg.
 
-    It only adds behaviour while the graph is attached (:data:`ATTACHED`): a copy made while
+    It only adds behaviour while the graph's nodes are instrumented: a copy made while
     attached and used after ``detach`` behaves exactly like the original class.
     """
     cls = _CLASSES.get(base)
@@ -445,18 +524,18 @@ def debugged_class(base: type) -> type:
     base_astream: Any = getattr(base, "astream")  # noqa: B009
 
     def stream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
-        att = ATTACHED.get(id(self.nodes))
-        if att is None:
+        info = graph_info(self)
+        if info is None:
             return base_stream(self, input, config, **kwargs)  # type: ignore[no-any-return]
-        inner = base_stream(self, input, with_handler(config, att.info.calls), **kwargs)
-        return GraphRun.iterate(self, att.info, inner, input, kwargs)
+        inner = base_stream(self, input, with_handler(config, info.calls), **kwargs)
+        return GraphRun.iterate(self, info, inner, input, kwargs)
 
     def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
-        att = ATTACHED.get(id(self.nodes))
-        if att is None:
+        info = graph_info(self)
+        if info is None:
             return base_astream(self, input, config, **kwargs)  # type: ignore[no-any-return]
-        inner = base_astream(self, input, with_handler(config, att.info.calls), **kwargs)
-        return GraphRun.aiterate(self, att.info, inner, input, kwargs)
+        inner = base_astream(self, input, with_handler(config, info.calls), **kwargs)
+        return GraphRun.aiterate(self, info, inner, input, kwargs)
 
     stream.__doc__ = base_stream.__doc__
     astream.__doc__ = base_astream.__doc__

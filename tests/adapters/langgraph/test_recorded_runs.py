@@ -1,0 +1,128 @@
+"""A recorded LangGraph run: the run, its steps with decisions, the subgraph as a child run, and
+the state after every step, as the debugger showed them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+
+import lg_helpers as lg
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from lg_helpers import T, thread
+
+import flowdbg
+from flowdbg.state import to_plain
+
+
+def plain(value: Any) -> Any:
+    """A value as the store gives it back."""
+    return json.loads(json.dumps(to_plain(value), default=repr))
+
+
+def test_recorded_run_has_steps_decisions_states_and_the_child_run(tmp_path: Path) -> None:
+    with flowdbg.Debugger(db=tmp_path / "r.db") as dbg:
+        app = dbg.attach(lg.nested())
+        dbg.break_after("*")
+        run = dbg.start(app.invoke, {"x": 1})
+        shown: dict[tuple[str, int], Any] = {}
+        for _ in range(20):
+            stop = dbg.wait_for_stop(T)
+            if stop is None:
+                break
+            shown[stop.location.run_id, stop.location.step] = plain(stop.state)
+            dbg.resume(stop.id)
+        assert run.result(T) == {"x": 20, "z": 21, "done": True}
+        assert dbg.flush(T)
+        store = dbg.store
+        assert store is not None
+
+        root = store.get_run(run.run_id or "")
+        assert (root.framework, root.name, root.status) == ("langgraph", "nested", "completed")
+        assert root.parent_run_id is None
+        assert root.input == {"x": 1} and root.output == {"x": 20, "z": 21, "done": True}
+        steps = store.get_steps(root.run_id)
+        assert [(s.step, s.node, s.status, s.decision) for s in steps] == [
+            (1, "pre", "completed", ["sub"]),
+            (2, "sub", "completed", ["post"]),
+            (3, "post", "completed", ["__end__"]),
+        ]
+        assert [s.superstep for s in steps] == [1, 2, 3]
+        assert steps[1].output == {"x": 20, "z": 21, "scratch": "seen 2"}  # the child's output
+
+        (child,) = store.list_runs(parent=root.run_id)
+        assert (child.name, child.framework, child.status) == ("child", "langgraph", "completed")
+        assert child.parent_run_id == root.run_id and child.root_run_id == root.run_id
+        assert child.path == ("sub",) and child.parent_step == 2
+        assert steps[1].child_run_id == child.run_id
+        child_steps = store.get_steps(child.run_id)
+        assert [(s.node, s.decision, s.path) for s in child_steps] == [
+            ("c1", ["c2"], ("sub",)),
+            ("c2", ["__end__"], ("sub",)),
+        ]
+
+        expected = {
+            (root.run_id, 1): {"x": 2},
+            (root.run_id, 2): {"x": 20, "z": 21},
+            (root.run_id, 3): {"x": 20, "z": 21, "done": True},
+            (child.run_id, 1): {"x": 20, "scratch": "seen 2"},
+            (child.run_id, 2): {"x": 20, "z": 21, "scratch": "seen 2"},
+        }
+        assert shown == expected
+        for (run_id, step), state in expected.items():
+            assert store.get_state(run_id, step=step) == state, (run_id[:8], step)
+        assert store.get_state(root.run_id) == {"x": 20, "z": 21, "done": True}
+
+
+def test_recorded_send_branches_and_retries(tmp_path: Path) -> None:
+    with flowdbg.Debugger(db=tmp_path / "r.db") as dbg:
+        app = dbg.attach(lg.map_reduce())
+        assert app.invoke({"items": ["a", "b"]})["results"] == ["A", "B"]
+        calls: list[int] = []
+        retried = dbg.attach(lg.retry_graph(calls))
+        assert retried.invoke({"x": 1}) == {"x": 2, "ok": True}
+        assert dbg.flush(T)
+        store = dbg.store
+        assert store is not None
+        sent, retry = sorted(store.list_runs(), key=lambda r: r.started_at)
+        steps = store.get_steps(sent.run_id)
+        assert [(s.node, s.superstep) for s in steps] == [("fan", 1), ("work", 2), ("work", 2)]
+        assert steps[0].decision == ["work", "work"]
+        assert steps[1].branch != steps[2].branch
+        assert sorted(s.input["item"] for s in steps[1:]) == ["a", "b"]
+        assert sent.output == {"items": ["a", "b"], "results": ["A", "B"]}
+        # the state after a parallel branch is that branch's view: its own update applied
+        for step in steps[1:]:
+            mine = step.input["item"].upper()
+            assert store.get_state(sent.run_id, step=step.step) == {
+                "items": ["a", "b"],
+                "results": [mine],
+            }
+
+        flaky = store.get_steps(retry.run_id, node="flaky")
+        assert [s.status for s in flaky] == ["failed", "completed"]
+        assert flaky[0].error is not None and flaky[0].error.type == "ConnectionError"
+        assert retry.status == "completed"
+
+
+def test_an_interrupted_step_is_recorded_as_suspended(tmp_path: Path) -> None:
+    with flowdbg.Debugger(db=tmp_path / "r.db") as dbg:
+        app = dbg.attach(lg.hitl(InMemorySaver()))
+        assert "__interrupt__" in app.invoke({"x": 1}, thread("t"))
+        assert app.invoke(Command(resume="bob"), thread("t"))["answer"] == "bob"
+        assert dbg.flush(T)
+        store = dbg.store
+        assert store is not None
+        first, second = sorted(store.list_runs(), key=lambda r: r.started_at)
+        assert (first.status, second.status) == ("completed", "completed")
+        pre, ask = store.get_steps(first.run_id)
+        assert (pre.node, pre.status, pre.state) == ("pre", "completed", {"x": 2})
+        assert (ask.node, ask.status, ask.output) == ("ask", "suspended", None)
+        assert ask.error is not None and ask.error.type == "GraphInterrupt"  # why it paused
+        assert store.get_steps(first.run_id, status="failed") == []
+        assert [s.node for s in store.get_steps(second.run_id)] == ["ask", "post"]

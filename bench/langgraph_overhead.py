@@ -113,13 +113,12 @@ def measure(runs: int, rounds: int, workdir: Path) -> dict[str, Any]:
     try:
         for round_ in range(rounds + 1):  # the first round warms up and is dropped
             for name, (app, after, threaded) in variants.items():
+                async_app = async_apps.get(name, app)
 
                 def sync_run(i: int, app: Any = app, threaded: bool = threaded) -> Any:
                     return app.invoke({"x": 0}, config(threaded, i))
 
-                async def many(
-                    app: Any = async_apps.get(name, app), threaded: bool = threaded
-                ) -> None:
+                async def many(app: Any = async_app, threaded: bool = threaded) -> None:
                     for i in range(runs):
                         await app.ainvoke({"x": 0}, config(threaded, i))
 

@@ -76,7 +76,7 @@ class LangGraphAdapter(Adapter):
 
     name = "langgraph"
     extra = "langgraph"
-    requires = ("langgraph>=1.0",)
+    requires = ("langgraph>=1.1.5",)
     capabilities = frozenset(
         {
             Capability.SYNC,

@@ -138,7 +138,7 @@ class Traced(Runnable[Any, Any]):
         task_id = conf.get(_TASK_ID)
         execution = getattr(conf.get(_RUNTIME), "execution_info", None)
         attempt = getattr(execution, "node_attempt", None)
-        if attempt is None:  # langgraph < 1.1 has no node_attempt: count failed attempts
+        if attempt is None:  # a LangGraph without ExecutionInfo.node_attempt: count them
             failed = self._failed
             attempt = failed.get(task_id, 0) + 1
             if len(failed) > 4096:  # tasks that failed for good; retries are immediate

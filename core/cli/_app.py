@@ -351,16 +351,47 @@ def run_command(
 @click.option(
     "--interactive", is_flag=True, help="type the commands yourself instead of the scripted tour"
 )
+@click.option(
+    "--framework",
+    type=click.Choice(["stategraph", "langgraph"]),
+    default="stategraph",
+    show_default=True,
+    help="the offline example to debug: flowdbg's StateGraph, or a LangGraph agent",
+)
 @db_option
 @click.pass_context
-def demo_command(ctx: click.Context, interactive: bool, db: str | None) -> None:
-    """A tour of the terminal debugger on an offline support-ticket graph.
+def demo_command(ctx: click.Context, interactive: bool, framework: str, db: str | None) -> None:
+    """A tour of the terminal debugger on an offline example.
 
-    It runs the graph stopped on entry, sets a breakpoint, prints a value and a diff, edits the
-    state so that the graph takes another route, steps, continues, and shows the run log and
-    where the run was recorded. Everything runs offline.
+    The default example is a support-ticket graph: the tour runs it stopped on entry, sets a
+    breakpoint, prints a value and a diff, edits the state so that the graph takes another
+    route, steps, continues, and shows the run log and where the run was recorded. With
+    --framework langgraph it debugs a LangGraph agent instead: it holds the agent before a
+    dangerous tool call, reads what the model asked for and rewrites the call. Everything runs
+    offline.
     """
-    from ._demo import DEMO_INPUT, SCRIPT, TARGET, build_graph
+    if framework == "langgraph":
+        try:
+            from . import _demo_langgraph as demo
+        except ImportError as exc:
+            raise CliError(
+                f"the LangGraph demo needs LangGraph ({exc}); install it with: "
+                "pip install 'flowdbg[langgraph]'"
+            ) from None
+    else:
+        from . import _demo as demo  # type: ignore[no-redef]
+    DEMO_INPUT, SCRIPT, TARGET, build_graph = (
+        demo.DEMO_INPUT,
+        demo.SCRIPT,
+        demo.TARGET,
+        demo.build_graph,
+    )
+    hint = {
+        "stategraph": "try l, b classify:after, c, p intent, diff, set intent = "
+        '"question", n, log, c (h for help)',
+        "langgraph": "try l, tool shell, c, p input:cmd, p messages[-1].tool_calls, "
+        "set cmd = 'ls', c, log (h for help)",
+    }[framework]
 
     out = Out()
     command = (
@@ -370,11 +401,7 @@ def demo_command(ctx: click.Context, interactive: bool, db: str | None) -> None:
     out.line(f"$ {command}", style="bold")
     source: LineSource | None = None
     if interactive:
-        out.line(
-            "# your turn: try l, b classify:after, c, p intent, diff, set intent = "
-            '"question", n, log, c (h for help)',
-            style="dim",
-        )
+        out.line(f"# your turn: {hint}", style="dim")
     else:
         source = EchoSource(SCRIPT, out, style="bold")
     dbg = _make_debugger(stop_on_entry=True, no_record=False, db=db)

@@ -204,6 +204,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "break before (or after) NODE, a glob, when EXPR holds; alone: list",
     ),
     "tbreak": ("tbreak NODE[:after] [if EXPR]", "a breakpoint removed after it stops once"),
+    "tool": (
+        "tool NAME [~REGEX] [if EXPR]",
+        "break before tool calls named NAME (a glob) whose arguments match REGEX",
+    ),
     "clear": ("cl(ear) [N ...]", "remove breakpoints bp-N (all without an argument)"),
     "disable": ("disable N ...", "keep breakpoints bp-N but stop them from stopping"),
     "enable": ("enable N ...", "make breakpoints bp-N stop again"),
@@ -469,6 +473,18 @@ class Session:
         if not arg:
             raise ValueError("usage: tbreak NODE[:after] [if EXPR]")
         self.add_breakpoint(arg, temporary=True)
+
+    def do_tool(self, arg: str) -> None:
+        where, sep, condition = arg.partition(" if ")
+        name, _, pattern = where.strip().partition(" ")
+        pattern = pattern.strip()
+        if not name or (pattern and not pattern.startswith("~")):
+            raise ValueError("usage: tool NAME [~REGEX] [if EXPR], e.g. tool shell ~rm\\s+-rf")
+        cond = (condition.strip() or None) if sep else None
+        if sep and cond is None:
+            raise ValueError("the condition after 'if' is empty")
+        bp = self.dbg.break_on_tool(name, args_pattern=pattern[1:] or None, condition=cond)
+        self.out.line(f"set {bp.describe()}")
 
     def do_clear(self, arg: str) -> None:
         if not arg:

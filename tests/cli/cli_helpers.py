@@ -20,7 +20,7 @@ GRAPHS = textwrap.dedent(
     """Graphs the command-line tests debug."""
     import operator
 
-    from flowdbg.adapters.stategraph import END, StateGraph, tool
+    from flowdbg.adapters.stategraph import END, StateGraph, Tool, tool
 
 
     def _linear():
@@ -67,6 +67,18 @@ GRAPHS = textwrap.dedent(
 
 
     failing = _failing()
+
+
+    def _shell_agent():
+        shell = Tool(lambda cmd: f"ran {cmd}", name="shell")
+        g = StateGraph(name="shell-agent")
+        g.add_node("act", lambda s: {"ran": [shell(cmd=c) for c in s["cmds"]]})
+        g.set_entry_point("act")
+        g.add_edge("act", END)
+        return g.compile()
+
+
+    shell_agent = _shell_agent()
 
 
     def _fan():

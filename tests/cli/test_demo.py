@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
+import pytest
 from cli_helpers import Cli
 
 
@@ -57,3 +59,12 @@ def test_demo_interactive_reads_the_commands(run_cli: Cli, db: Path, tmp_path: P
     )
     assert "run terminated (quit)" in result.stdout
     assert f"--db {other}" in result.stdout
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("langgraph") is not None, reason="LangGraph is installed here"
+)
+def test_langgraph_demo_without_langgraph_says_what_to_install(run_cli: Cli, db: Path) -> None:
+    message = run_cli.error("demo", "--framework", "langgraph")
+    assert "the LangGraph demo needs LangGraph" in message
+    assert "pip install 'flowdbg[langgraph]'" in message

@@ -305,7 +305,8 @@ def test_target_without_object_picks_the_only_graph(run_cli: Cli, graphs: Path) 
     assert "running 'linear'" in out
     message = run_cli.error("run", "graphs.py", NO_REC)
     assert (
-        "error: 'graphs.py' holds 4 debuggable objects (app, failing, fan, tools); name one"
+        "error: 'graphs.py' holds 5 debuggable objects (app, failing, fan, shell_agent, tools); "
+        "name one"
         in message
     )
 
@@ -370,3 +371,31 @@ def test_the_documented_example_runs_the_quickstart_graph(run_cli: Cli) -> None:
     out = run(run_cli, *args, "-b", "classify:after", NO_REC, commands="p intent\nc\n")
     assert out.split("(flowdbg) p intent\n")[1].startswith("'refund'\n")
     assert '"escalated": true' in out
+
+
+def test_tool_breakpoints_stop_only_the_matching_call(run_cli: Cli, db: Path) -> None:
+    commands = "tool shell ~rm\\s+-rf\nc\np input:cmd\nset cmd = 'echo kept'\nc\n"
+    out = run_cli(
+        "run",
+        "graphs.py:shell_agent",
+        "--stop-on-entry",
+        "--input",
+        '{"cmds": ["ls", "rm -rf /"]}',
+        input=commands,
+    ).stdout
+    assert "set bp-1 tool 'shell' args~'rm\\\\s+-rf' (0 hits)" in out
+    assert out.count("breakpoint [bp-1] at before tool 'act/shell'") == 1
+    assert "(flowdbg) p input:cmd\n'rm -rf /'" in out
+    assert '"ran ls"' in out and '"ran echo kept"' in out and "ran rm" not in out
+
+
+def test_tool_command_usage(run_cli: Cli, db: Path) -> None:
+    out = run_cli(
+        "run",
+        "graphs.py:shell_agent",
+        "--stop-on-entry",
+        "--input",
+        '{"cmds": []}',
+        input="tool shell rm\ntool\nc\n",
+    ).stdout
+    assert out.count("error: usage: tool NAME [~REGEX] [if EXPR]") == 2

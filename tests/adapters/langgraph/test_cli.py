@@ -1,0 +1,119 @@
+"""The command line on LangGraph targets: the LangGraph demo, ``flowdbg run`` on an agent file,
+``graph inspect``, and reading the recorded runs back."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+
+from click.testing import CliRunner, Result
+
+from flowdbg.cli import cli
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "langgraph_agent.py"
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "flowdbg.db"
+    monkeypatch.setenv("FLOWDBG_DB", str(path))
+    monkeypatch.setenv("FLOWDBG_HISTORY", str(tmp_path / "history"))
+    return path
+
+
+def flowdbg(*args: str, input: str | None = None, code: int = 0) -> Result:
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+def in_order(out: str, expected: list[str]) -> None:
+    position = 0
+    for line in expected:
+        found = out.find(line, position)
+        assert found >= 0, f"{line!r} missing (after position {position}):\n{out}"
+        position = found + len(line)
+
+
+def test_langgraph_demo_holds_the_dangerous_call_and_rewrites_it(db: Path) -> None:
+    out = flowdbg("demo", "--framework", "langgraph").stdout
+    in_order(
+        out,
+        [
+            "$ flowdbg run flowdbg.cli._demo_langgraph:build_graph --stop-on-entry",
+            "stop-1: entry at before node 'agent' (step 1, superstep 1)",
+            "(flowdbg) l",
+            "[agent]",
+            "(flowdbg) tool shell ~rm\\s+-rf",
+            "(flowdbg) c",
+            "breakpoint [bp-1] at before tool 'tools/shell'",
+            "(flowdbg) p input:cmd",
+            "'rm -rf ~/.cache/travel'",
+            "(flowdbg) p messages[-1].tool_calls",
+            "'search_flights'",
+            "(flowdbg) set cmd = 'ls ~/.cache/travel'",
+            "(applied to the input of 'shell' when it resumes)",
+            "run completed; result:",
+            '"content": "$ ls ~/.cache/travel (done)"',
+            "travel-agent (langgraph) completed: 7 steps over 5 nodes",
+        ],
+    )
+    assert out.count("breakpoint [bp-1]") == 1  # search_flights never stopped
+    assert "$ rm -rf" not in out
+    match = re.search(r"look at it with: flowdbg runs show (\w{8})$", out, flags=re.M)
+    assert match is not None
+    shown = flowdbg("runs", "show", match.group(1)).stdout
+    assert re.search(r"^5\s+└ shell\s+tool\s+completed", shown, flags=re.M), shown
+    assert re.search(r"^2\s+└ model\s+llm\s+completed", shown, flags=re.M), shown
+
+
+def test_run_an_agent_file_with_a_node_breakpoint(db: Path, tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    shutil.copy(EXAMPLE, agent)
+    result = flowdbg(
+        "run",
+        f"{agent}:app",
+        "--input",
+        json.dumps({"messages": [["user", "hi"]]}),
+        "-b",
+        "tools",
+        input="p messages[-1].tool_calls[1].args\nn\nc\n",
+    )
+    in_order(
+        result.stdout,
+        [
+            "set bp-1 node 'tools' before (0 hits)",
+            "stop-1: breakpoint [bp-1] at before node 'tools' (step 3, superstep 2)",
+            "{'cmd': 'rm -rf ~/.cache/travel'}",
+            "(flowdbg) n",
+            "step at before node 'agent' (step 6, superstep 3)",
+            "run completed; result:",
+        ],
+    )
+    run_id = re.search(r"flowdbg runs show (\w{8})", result.stdout)
+    assert run_id is not None
+    state = flowdbg("runs", "state", run_id.group(1), "--step", "3", "--json").stdout
+    data = json.loads(state)["data"]
+    assert data["step"] == 3
+    messages = next(key for key in data["keys"] if key["key"] == "messages")
+    assert messages["size"] == 4  # the question, the call, two tool results
+
+
+def test_graph_inspect_a_langgraph_agent(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    shutil.copy(EXAMPLE, agent)
+    data = json.loads(flowdbg("graph", "inspect", f"{agent}:app", "--json").stdout)["data"]
+    assert data["adapter"] == "langgraph"
+    graph = data["graph"]
+    assert [node["name"] for node in graph["nodes"]] == ["agent", "tools"]
+    assert {"source": "tools", "target": "agent"} in graph["edges"]
+    (conditional,) = graph["conditional_edges"]
+    assert conditional["source"] == "agent"
+    assert conditional["targets"] == ["__end__", "tools"]

@@ -413,6 +413,7 @@ class Controller:
                 exception=error,
                 decision=decision,
                 state_before=unit.state_before if position != _BEFORE else None,
+                message=getattr(unit, "note", None),
                 _unit=unit,
             )
             self._stops[stop.id] = stop

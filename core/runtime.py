@@ -180,6 +180,7 @@ class Unit:
         "input",
         "kind",
         "node",
+        "note",
         "output",
         "run",
         "started_at",
@@ -192,6 +193,9 @@ class Unit:
 
     # Set when known (see __init__); declared here for type checkers.
     exception: BaseException | None
+    #: set by an adapter when a stop at this unit needs a word of warning (shown as
+    #: ``Stop.message``), e.g. that time held there counts against a framework timeout
+    note: str
 
     def __init__(
         self,

@@ -104,14 +104,15 @@ class LangGraphAdapter(Adapter):
         self._handlers: weakref.WeakKeyDictionary[Debugger, Any] = weakref.WeakKeyDictionary()
 
     def _handler(self, debugger: Debugger) -> Any:
-        """The callback handler reporting model and tool calls to ``debugger`` (one each, so a
-        subgraph run does not add it a second time)."""
-        from flowdbg.adapters.langgraph._calls import CallHandler
+        """The callback handlers (sync, async) reporting model and tool calls to ``debugger``
+        (one pair each, so a subgraph run does not add them a second time)."""
+        from flowdbg.adapters.langgraph._calls import AsyncCallHandler, CallHandler
 
-        handler = self._handlers.get(debugger)
-        if handler is None:
-            handler = self._handlers[debugger] = CallHandler(debugger)
-        return handler
+        handlers = self._handlers.get(debugger)
+        if handlers is None:
+            handlers = (CallHandler(debugger), AsyncCallHandler(debugger))
+            self._handlers[debugger] = handlers
+        return handlers
 
     def matches(self, target: Any) -> bool:
         return _is_pregel(target)

@@ -34,7 +34,7 @@ from langgraph._internal._runnable import RunnableSeq
 from langgraph.errors import GraphBubbleUp, ParentCommand
 from langgraph.types import Command
 
-from flowdbg.adapters.langgraph._calls import CallHandler, with_handler
+from flowdbg.adapters.langgraph._calls import AsyncCallHandler, CallHandler, with_handler
 from flowdbg.errors import EditRefused
 from flowdbg.runtime import Unit
 
@@ -103,13 +103,19 @@ def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
 class GraphInfo:
     """What the hooks of one attached graph need to know about it."""
 
-    __slots__ = ("calls", "debugger", "state_keys")
+    __slots__ = ("acalls", "calls", "debugger", "state_keys")
 
-    def __init__(self, debugger: Debugger, state_keys: list[str], calls: CallHandler) -> None:
+    def __init__(
+        self,
+        debugger: Debugger,
+        state_keys: list[str],
+        calls: tuple[CallHandler, AsyncCallHandler],
+    ) -> None:
         self.debugger = debugger
         self.state_keys = state_keys
-        #: reports the model and tool calls of the graph's nodes (shared per debugger)
-        self.calls = calls
+        #: report the model and tool calls of the graph's nodes in sync and async runs (one
+        #: pair per debugger, so a subgraph's run does not add them again)
+        self.calls, self.acalls = calls
 
 
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
@@ -121,12 +127,30 @@ def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
     return read(keys, fresh)
 
 
+def _timeout_note(name: str, timeout: Any) -> str | None:
+    """LangGraph's watchdog for a node's ``timeout=`` keeps running while a breakpoint holds the
+    node (``pregel/_retry.py`` starts it around the task; nothing pauses it), so say so."""
+    if timeout is None:
+        return None
+    seconds = getattr(timeout, "run_timeout", timeout)
+    seconds = getattr(seconds, "total_seconds", lambda: seconds)()
+    limit = f"{seconds:g} s" if isinstance(seconds, (int, float)) else "a timeout"
+    return (
+        f"note: LangGraph gives {name!r} {limit} to finish (timeout=), and time held at this "
+        "stop counts against it: resume before then or the node fails with NodeTimeoutError"
+    )
+
+
 class Traced(Runnable[Any, Any]):
     """Stands in for ``PregelNode.node``: the node as a flowdbg unit."""
 
-    def __init__(self, name: str, seq: Runnable[Any, Any], info: GraphInfo) -> None:
+    def __init__(
+        self, name: str, seq: Runnable[Any, Any], info: GraphInfo, timeout: Any = None
+    ) -> None:
         self.name = name
         self.node_name = name
+        #: what stops at this node say about its LangGraph timeout (None: it has none)
+        self.note = _timeout_note(name, timeout)
         self.seq = seq
         self.info = info
         #: task id -> attempts made, where LangGraph does not say (see _unit)
@@ -144,12 +168,15 @@ class Traced(Runnable[Any, Any]):
             if len(failed) > 4096:  # tasks that failed for good; retries are immediate
                 failed.clear()
             failed[task_id] = attempt
-        return scope.unit(
+        unit = scope.unit(
             self.node_name,
             superstep=metadata.get("langgraph_step"),
             branch=task_id,
             attempt=attempt,
         )
+        if self.note is not None:
+            unit.note = self.note
+        return unit
 
     def _done(self, config: RunnableConfig) -> None:
         """The task ran to its end (or was suspended): its next run is a first attempt."""
@@ -336,7 +363,7 @@ def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
         seq = RunnableSeq(*steps, trace_policy=getattr(node, "trace_policy", None))
     except TypeError:  # pragma: no cover - RunnableSeq before trace_policy
         seq = RunnableSeq(*steps)
-    return Traced(name, seq, info)
+    return Traced(name, seq, info, getattr(node, "timeout", None))
 
 
 # -- runs --------------------------------------------------------------------------------------
@@ -526,15 +553,15 @@ def debugged_class(base: type) -> type:
     def stream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
         info = graph_info(self)
         if info is None:
-            return base_stream(self, input, config, **kwargs)  # type: ignore[no-any-return]
+            return base_stream(self, input, config, **kwargs)
         inner = base_stream(self, input, with_handler(config, info.calls), **kwargs)
         return GraphRun.iterate(self, info, inner, input, kwargs)
 
     def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         info = graph_info(self)
         if info is None:
-            return base_astream(self, input, config, **kwargs)  # type: ignore[no-any-return]
-        inner = base_astream(self, input, with_handler(config, info.calls), **kwargs)
+            return base_astream(self, input, config, **kwargs)
+        inner = base_astream(self, input, with_handler(config, info.acalls), **kwargs)
         return GraphRun.aiterate(self, info, inner, input, kwargs)
 
     stream.__doc__ = base_stream.__doc__

@@ -306,8 +306,7 @@ def test_target_without_object_picks_the_only_graph(run_cli: Cli, graphs: Path) 
     message = run_cli.error("run", "graphs.py", NO_REC)
     assert (
         "error: 'graphs.py' holds 5 debuggable objects (app, failing, fan, shell_agent, tools); "
-        "name one"
-        in message
+        "name one" in message
     )
 
 

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,24 @@ def test_graph_inspect_a_langgraph_agent(tmp_path: Path) -> None:
     (conditional,) = graph["conditional_edges"]
     assert conditional["source"] == "agent"
     assert conditional["targets"] == ["__end__", "tools"]
+
+
+def test_the_example_session_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "example.db"), "LANGSMITH_TRACING": "false"}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    in_order(
+        out,
+        [
+            "set bp-1 tool 'shell'",
+            "stopped: stop-1: breakpoint [bp-1] at before tool 'tools/shell'",
+            "the command: 'rm -rf ~/.cache/travel'",
+            "edit: cmd = 'ls ~/.cache/travel'",
+            "tool: $ ls ~/.cache/travel (done)",
+            "travel-agent (langgraph) completed: 7 steps over 5 nodes",
+            "look at it later with: flowdbg runs show ",
+        ],
+    )

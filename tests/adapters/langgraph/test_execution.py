@@ -5,6 +5,7 @@ graph returns without flowdbg."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -280,3 +281,42 @@ def test_functional_api_entrypoint_is_a_unit(dbg: flowdbg.Debugger) -> None:
     dbg.resume()
     assert run.result(T) == 21
     assert dbg.runs[-1].run.name == workflow.name  # LangGraph names the Pregel "LangGraph"
+
+
+@pytest.mark.skipif(
+    "timeout" not in inspect.signature(StateGraph.add_node).parameters,
+    reason="this LangGraph has no node timeouts",
+)
+def test_a_stop_at_a_node_with_a_timeout_warns_that_the_clock_runs(
+    dbg: flowdbg.Debugger,
+) -> None:
+    # LangGraph's watchdog for timeout= keeps counting while a breakpoint holds the node: the
+    # stop says so (and a prompt resume finishes normally).
+    async def slow(state: dict[str, Any]) -> dict[str, Any]:
+        return {"x": state["x"] + 1}
+
+    g = StateGraph(lg.Linear)
+    g.add_node("slow", slow, timeout=30)
+    g.add_node("plain", lambda s: {"y": 1})
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "plain")
+    app = g.compile()
+    dbg.attach(app)
+    dbg.break_before("slow")
+    dbg.break_before("plain")
+
+    async def main() -> Any:
+        task = asyncio.ensure_future(app.ainvoke({"x": 1}))
+        first = await dbg.wait_for_stop_async(10)
+        assert first is not None
+        assert first.message is not None
+        assert "'slow' 30 s to finish (timeout=)" in first.message
+        assert "NodeTimeoutError" in first.message
+        dbg.resume()
+        second = await dbg.wait_for_stop_async(10)
+        assert second is not None and second.location.node == "plain"
+        assert second.message is None  # no timeout, no warning
+        dbg.resume()
+        return await task
+
+    assert asyncio.run(main()) == {"x": 2, "y": 1}

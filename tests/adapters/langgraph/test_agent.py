@@ -1,0 +1,185 @@
+"""A ReAct agent (a model node and a ToolNode in a loop) on a scripted chat model, offline:
+tool breakpoints on argument patterns, the model's messages, edits of tool calls and replies."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+import flowdbg
+
+T = 10.0
+QUESTION = {"messages": [("user", "find flights to Lisbon and clear the cache")]}
+
+
+@tool
+def search(destination: str) -> str:
+    """Find flights."""
+    return f"flights to {destination}"
+
+
+@tool
+def shell(cmd: str) -> str:
+    """Run a command."""
+    return f"ran {cmd}"
+
+
+def build_agent() -> Any:
+    replies = [
+        AIMessage(
+            content="",
+            tool_calls=[
+                {"name": "search", "args": {"destination": "Lisbon"}, "id": "c1"},
+                {"name": "shell", "args": {"cmd": "rm -rf /tmp/cache"}, "id": "c2"},
+            ],
+        ),
+        AIMessage(content="all done"),
+    ]
+    model = GenericFakeChatModel(messages=itertools.cycle(replies)).with_config(run_name="model")
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([search, shell]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(name="agent")
+
+
+def contents(result: dict[str, Any]) -> list[str]:
+    return [str(message.content) for message in result["messages"]]
+
+
+@pytest.fixture
+def app() -> Any:
+    return build_agent()
+
+
+def test_undebugged_agent(app: Any) -> None:
+    assert contents(app.invoke(QUESTION)) == [
+        "find flights to Lisbon and clear the cache",
+        "",
+        "flights to Lisbon",
+        "ran rm -rf /tmp/cache",
+        "all done",
+    ]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_stop_before_the_matching_tool_call_edit_its_arguments(
+    dbg: flowdbg.Debugger, app: Any, mode: str
+) -> None:
+    dbg.attach(app)
+    bp = dbg.break_on_tool("shell", args_pattern=r"rm\s+-rf")
+    if mode == "invoke":
+        run = dbg.start(lambda: app.invoke(QUESTION))
+    else:
+        run = dbg.start(lambda: asyncio.run(app.ainvoke(QUESTION)))
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None
+    assert stop.breakpoints == (bp.id,)
+    assert (stop.location.kind, stop.location.node, stop.location.path) == (
+        "tool",
+        "shell",
+        ("tools",),
+    )
+    assert dbg.inspect("cmd", source="input") == "rm -rf /tmp/cache"
+    # the model's request, in the state the tools node received
+    assert dbg.inspect("messages[-1].tool_calls[1].args") == {"cmd": "rm -rf /tmp/cache"}
+    dbg.set("cmd", "ls /tmp/cache")
+    dbg.resume()
+    result = run.result(T)
+    assert contents(result)[3] == "ran ls /tmp/cache"
+    assert dbg.wait_for_stop(0.05) is None  # search never stopped
+    assert bp.hits == 1
+
+
+def test_edit_a_tool_result_at_its_after_stop(dbg: flowdbg.Debugger, app: Any) -> None:
+    dbg.attach(app)
+    dbg.break_after("search", kind="tool")
+    run = dbg.start(lambda: app.invoke(QUESTION))
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.position == "after"
+    assert stop.output.content == "flights to Lisbon"
+    dbg.set("", "no flights")  # text replaces the ToolMessage's content
+    dbg.resume()
+    assert contents(run.result(T))[2] == "no flights"
+
+
+def test_model_calls_are_llm_units_with_their_messages(dbg: flowdbg.Debugger, app: Any) -> None:
+    dbg.attach(app)
+    dbg.break_before("model", kind="llm")
+    run = dbg.start(lambda: app.invoke(QUESTION))
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None
+    assert (stop.location.kind, stop.location.path) == ("llm", ("agent",))
+    question = "find flights to Lisbon and clear the cache"
+    assert dbg.inspect("messages[-1].content", source="input") == question
+    dbg.resume()
+    second = dbg.wait_for_stop(T)  # the model's second turn sees the tool results
+    assert second is not None
+    assert dbg.inspect("messages[-1].content", source="input") == "ran rm -rf /tmp/cache"
+    dbg.clear()
+    dbg.resume()
+    assert contents(run.result(T))[-1] == "all done"
+
+
+def test_edit_the_model_reply(dbg: flowdbg.Debugger, app: Any) -> None:
+    dbg.attach(app)
+    dbg.break_after("model", kind="llm", hit_condition="2")  # the final answer
+    run = dbg.start(lambda: app.invoke(QUESTION))
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None
+    assert stop.output.content == "all done"
+    dbg.set("content", "done, but check the cache")
+    dbg.resume()
+    assert contents(run.result(T))[-1] == "done, but check the cache"
+
+
+def test_arguments_of_a_tool_a_node_calls_itself_cannot_be_edited(
+    dbg: flowdbg.Debugger,
+) -> None:
+    def node(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [("ai", shell.invoke({"cmd": "rm -rf /"}))]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    app = g.compile()
+    dbg.attach(app)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda: app.invoke({"messages": []}))
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.path == ("node",)
+    with pytest.raises(flowdbg.EditRefused, match="only get a copy"):
+        dbg.set("cmd", "ls")
+    assert dbg.inspect("cmd", source="input") == "rm -rf /"  # nothing changed
+    dbg.resume()
+    assert contents(run.result(T)) == ["ran rm -rf /"]
+
+
+def test_terminate_at_a_tool_stop(dbg: flowdbg.Debugger, app: Any) -> None:
+    dbg.attach(app)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda: app.invoke(QUESTION))
+    assert dbg.wait_for_stop(T) is not None
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+    log = run.log
+    assert log is not None
+    assert [step.status for step in log.steps if step.node == "shell"] == ["failed"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
 
 __all__ = ["LangGraphAdapter"]
+
+log = logging.getLogger("flowdbg.adapters.langgraph")
 
 #: the ``node`` and ``flat_writers`` cached properties of ``PregelNode`` that attach fills
 _CACHED = ("node", "flat_writers")
@@ -55,6 +58,15 @@ class _Node:
 _GRAPHS: dict[int, _Graph] = {}
 _NODES: dict[int, _Node] = {}
 _USER = "user"
+
+
+def _is_entrypoint(graph: Any) -> bool:
+    """Whether ``graph`` was built by ``@entrypoint`` (a bare Pregel of one node, no builder)."""
+    return (
+        getattr(graph, "builder", None) is None
+        and len(_nodes(graph)) == 1
+        and ("__start__" not in graph.nodes)
+    )
 
 
 def _name(graph: Any) -> str:
@@ -121,7 +133,17 @@ class LangGraphAdapter(Adapter):
         with self._lock:
             # Check the whole tree first, so that a refused attach changes nothing.
             self._check(target, debugger, set())
+            fresh = id(target) not in _GRAPHS
             self._acquire(target, debugger, _USER)
+        if fresh and _is_entrypoint(target):
+            (name,) = (n for n, _ in _nodes(target))
+            log.warning(
+                "graph %r is a functional-API @entrypoint: flowdbg sees the entrypoint %r as one "
+                "unit, with its model and tool calls inside it, but not its @task calls (LangGraph "
+                "runs those as tasks outside the graph's nodes, where no hook reaches)",
+                _name(target),
+                name,
+            )
 
     def _check(self, graph: Any, debugger: Debugger, seen: set[int]) -> None:
         if id(graph) in seen:

@@ -175,7 +175,9 @@ class LangGraphAdapter(Adapter):
             return
         held = _GRAPHS[id(graph)] = _Graph(graph, debugger, type(graph))
         held.owners.add(owner)
-        info = hooks.GraphInfo(debugger, _state_keys(graph), self._handler(debugger))
+        info = hooks.GraphInfo(
+            debugger, _state_keys(graph), self._handler(debugger), getattr(graph, "channels", None)
+        )
         for name, node in _nodes(graph):
             for sub in _subgraphs(node):
                 self._acquire(sub, debugger, id(held))

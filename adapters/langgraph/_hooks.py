@@ -103,19 +103,63 @@ def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
 class GraphInfo:
     """What the hooks of one attached graph need to know about it."""
 
-    __slots__ = ("acalls", "calls", "debugger", "state_keys")
+    __slots__ = ("acalls", "calls", "debugger", "reducers", "state_keys")
 
     def __init__(
         self,
         debugger: Debugger,
         state_keys: list[str],
         calls: tuple[CallHandler, AsyncCallHandler],
+        channels: dict[str, Any] | None = None,
     ) -> None:
         self.debugger = debugger
         self.state_keys = state_keys
+        #: per state key, how an update combines with the value (None: it replaces it), or
+        #: None when a channel is of a kind flowdbg does not replay (see merge_writes)
+        self.reducers = _reducers(channels or {}, state_keys)
         #: report the model and tool calls of the graph's nodes in sync and async runs (one
         #: pair per debugger, so a subgraph's run does not add them again)
         self.calls, self.acalls = calls
+
+
+_REPLACING = frozenset(
+    {"LastValue", "LastValueAfterFinish", "AnyValue", "UntrackedValue", "EphemeralValue"}
+)
+
+
+def _reducers(channels: dict[str, Any], keys: list[str]) -> dict[str, Any] | None:
+    reducers: dict[str, Any] = {}
+    for key in keys:
+        channel = channels.get(key)
+        kind = type(channel).__name__
+        if kind == "BinaryOperatorAggregate":
+            reducers[key] = channel.operator
+        elif kind in _REPLACING:
+            reducers[key] = None
+        else:  # Topic, managed values, something newer: read the state from LangGraph instead
+            return None
+    return reducers
+
+
+def merge_writes(
+    state: dict[str, Any], writes: Sequence[tuple[str, Any]], reducers: dict[str, Any]
+) -> dict[str, Any]:
+    """The state after a task: its writes applied to the state it read, the way LangGraph's
+    channels apply them (``BinaryOperatorAggregate``: ``operator(value, update)``, the first
+    update of an unset key taken as is, ``Overwrite`` replacing; the others: the update
+    replaces the value). Pure, so the recorder's thread can do it after the task."""
+    merged = dict(state)
+    for channel, value in writes:
+        if channel not in reducers:
+            continue
+        reducer = reducers[channel]
+        if type(value).__name__ == "Overwrite":
+            merged[channel] = value.value
+        elif reducer is None or channel not in merged:
+            merged[channel] = value
+        else:
+            merged[channel] = reducer(merged[channel], value)
+    return merged
 
 
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
@@ -145,10 +189,17 @@ class Traced(Runnable[Any, Any]):
     """Stands in for ``PregelNode.node``: the node as a flowdbg unit."""
 
     def __init__(
-        self, name: str, seq: Runnable[Any, Any], info: GraphInfo, timeout: Any = None
+        self,
+        name: str,
+        seq: Runnable[Any, Any],
+        info: GraphInfo,
+        timeout: Any = None,
+        full_input: bool = False,
     ) -> None:
         self.name = name
         self.node_name = name
+        #: whether the node's input is the whole state (see _state)
+        self.full_input = full_input
         #: what stops at this node say about its LangGraph timeout (None: it has none)
         self.note = _timeout_note(name, timeout)
         self.seq = seq
@@ -183,18 +234,22 @@ class Traced(Runnable[Any, Any]):
         if self._failed:
             self._failed.pop(config["configurable"].get(_TASK_ID), None)
 
-    def _state(self, input: Any, config: RunnableConfig) -> Any:
+    def _state(self, input: Any, config: RunnableConfig, quiet: bool) -> Any:
+        """The state the node sees. A pulled node with the state schema as input reads the
+        whole state; a ``Send`` task's input is its packet, and a node with its own input
+        schema reads part of it: those read the state from LangGraph (``None`` when nobody is
+        looking, to keep the fast path fast)."""
         path = (config.get("metadata") or {}).get("langgraph_path") or ()
-        if path and path[0] == _PUSH:  # a Send task: its input is the packet, not the state
-            return _read(config, self.info.state_keys, False)
-        return input
+        if self.full_input and not (path and path[0] == _PUSH):
+            return input
+        return None if quiet else _read(config, self.info.state_keys, False)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         scope = RUN.get()
         if scope is None or config is None:
             return self.seq.invoke(input, config, **kwargs)
         unit = self._unit(scope, config)
-        state = self._state(input, config) if not scope.ctl.quiet else input
+        state = self._state(input, config, scope.ctl.quiet)
         input = unit.before(state=state, input=input)
         token = _TASK.set(unit)
         try:
@@ -224,7 +279,7 @@ class Traced(Runnable[Any, Any]):
         if scope is None or config is None:
             return await self.seq.ainvoke(input, config, **kwargs)
         unit = self._unit(scope, config)
-        state = self._state(input, config) if not scope.ctl.quiet else input
+        state = self._state(input, config, scope.ctl.quiet)
         input = await unit.abefore(state=state, input=input)
         token = _TASK.set(unit)
         try:
@@ -289,13 +344,20 @@ class Commit(Runnable[Any, Any]):
         self.info = info
 
     def _after(self, unit: Unit, config: RunnableConfig, writes: Any, mark: int) -> Any:
-        """``(state, decision)`` for the after point, from the writes the writers made."""
-        made = () if writes is None else list(writes)[mark:] if mark else writes
+        """``(state, decision, resolve)`` for the after point, from the writes the writers
+        made. A stop or a condition gets the state from LangGraph at once; the recorder alone
+        gets a ``resolve`` that replays the writes on its own thread, later."""
+        made = () if writes is None else list(writes)[mark:]
+        decision = decision_of(made)
         ctl = unit.run.ctl
-        state = None
-        if ctl.recorder is not None or not ctl.quiet:
-            state = _read(config, self.info.state_keys, True)
-        return state, decision_of(made)
+        if not ctl.quiet:
+            return _read(config, self.info.state_keys, True), decision, None
+        if ctl.recorder is None:
+            return None, decision, None
+        before, reducers = unit.state_before, self.info.reducers
+        if isinstance(before, dict) and reducers is not None:
+            return None, decision, lambda output: (merge_writes(before, made, reducers), decision)
+        return _read(config, self.info.state_keys, True), decision, None
 
     def _rewrite(self, writes: Any, mark: int) -> None:
         """Drop the writes the writers made for the output an edit replaced."""
@@ -322,8 +384,8 @@ class Commit(Runnable[Any, Any]):
         unit = task
         if unit is None or config is None or unit.status != "running":
             return input
-        state, decision = self._after(unit, config, writes, mark)
-        output = unit.after(output=input, state=state, decision=decision)
+        state, decision, resolve = self._after(unit, config, writes, mark)
+        output = unit.after(output=input, state=state, decision=decision, resolve=resolve)
         if output is not input and writes is not None:  # edited at the stop: write that instead
             self._rewrite(writes, mark)
             for writer in self.writers:
@@ -346,8 +408,8 @@ class Commit(Runnable[Any, Any]):
         unit = task
         if unit is None or config is None or unit.status != "running":
             return input
-        state, decision = self._after(unit, config, writes, mark)
-        output = await unit.aafter(output=input, state=state, decision=decision)
+        state, decision, resolve = self._after(unit, config, writes, mark)
+        output = await unit.aafter(output=input, state=state, decision=decision, resolve=resolve)
         if output is not input and writes is not None:
             self._rewrite(writes, mark)
             for writer in self.writers:
@@ -363,7 +425,10 @@ def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
         seq = RunnableSeq(*steps, trace_policy=getattr(node, "trace_policy", None))
     except TypeError:  # pragma: no cover - RunnableSeq before trace_policy
         seq = RunnableSeq(*steps)
-    return Traced(name, seq, info, getattr(node, "timeout", None))
+    channels = getattr(node, "channels", None)
+    # (a mapper turns the state into the schema's model or dataclass: still the whole state)
+    full_input = isinstance(channels, list) and set(info.state_keys) <= set(channels)
+    return Traced(name, seq, info, getattr(node, "timeout", None), full_input)
 
 
 # -- runs --------------------------------------------------------------------------------------

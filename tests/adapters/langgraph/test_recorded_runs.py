@@ -4,15 +4,19 @@ the state after every step, as the debugger showed them."""
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
 import lg_helpers as lg
+from langchain_core.messages import AnyMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Command
 from lg_helpers import T, thread
 
@@ -126,3 +130,57 @@ def test_an_interrupted_step_is_recorded_as_suspended(tmp_path: Path) -> None:
         assert ask.error is not None and ask.error.type == "GraphInterrupt"  # why it paused
         assert store.get_steps(first.run_id, status="failed") == []
         assert [s.node for s in store.get_steps(second.run_id)] == ["ask", "post"]
+
+
+class Reduced(TypedDict, total=False):
+    count: int
+    items: Annotated[list[str], operator.add]
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def test_states_recorded_without_stops_equal_those_read_at_stops(tmp_path: Path) -> None:
+    # Without a stop the adapter replays each node's writes through the channel reducers on
+    # the recorder's thread; at a stop it reads the state from LangGraph. Both must agree.
+    def step(name: str) -> Any:
+        def node(s: Reduced) -> Reduced:
+            return {
+                "count": s.get("count", 0) + 1,
+                "items": [name],
+                "messages": [("ai", f"{name} saw {len(s['messages'])}")],
+            }
+
+        return node
+
+    g = StateGraph(Reduced)
+    for name in ("a", "b", "c"):
+        g.add_node(name, step(name))
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    app = g.compile()
+
+    def recorded(stop_everywhere: bool) -> list[Any]:
+        with flowdbg.Debugger(db=tmp_path / f"{stop_everywhere}.db") as dbg:
+            dbg.attach(app)
+            if stop_everywhere:
+                dbg.break_after("*")
+            run = dbg.start(app.invoke, {"items": [], "messages": [("user", "hi")]})
+            while stop_everywhere and (stop := dbg.wait_for_stop(T)) is not None:
+                dbg.resume(stop.id)
+            run.result(T)
+            assert dbg.flush(T)
+            store = dbg.store
+            assert store is not None
+            states = [store.get_state(run.run_id or "", step=k) for k in (1, 2, 3)]
+            dbg.detach(app)
+        for state in states:  # message ids are new in every run
+            state["messages"] = [(m["type"], m["content"]) for m in state["messages"]]
+        return states
+
+    replayed, read = recorded(False), recorded(True)
+    assert replayed == read
+    assert replayed[2] == {
+        "count": 3,
+        "items": ["a", "b", "c"],
+        "messages": [("human", "hi"), ("ai", "a saw 1"), ("ai", "b saw 2"), ("ai", "c saw 3")],
+    }

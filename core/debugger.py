@@ -643,7 +643,8 @@ class Debugger:
         :raises NotStoppedError: when nothing is stopped.
         """
         s = self._ctl.get_stop(stop)
-        s._edit(lambda root: set_path(root, path, value))
+        # a unit that returned nothing (None) gets an update made of the keys set on it
+        s._edit(lambda root: set_path({} if root is None and path else root, path, value))
 
     def delete(self, path: str, *, stop: str | None = None) -> None:
         """Delete the key or element at ``path`` (applied like :meth:`set`)."""

@@ -183,6 +183,24 @@ def test_edit_at_after_stop_changes_the_route() -> None:
     assert run.result(T) == {"go": "right", "side": "R"}
 
 
+def test_a_key_set_on_an_empty_update_makes_one() -> None:
+    # the node returned None (no update); setting a key at its after stop writes one
+    g = StateGraph(name="quiet")
+    g.add_node("noop", lambda s: None)
+    g.set_entry_point("noop")
+    g.add_edge("noop", END)
+    dbg = flowdbg.Debugger(record=False)
+    app = dbg.attach(g.compile())
+    dbg.break_after("noop")
+    run = dbg.start(app.invoke, {"x": 1})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.output is None
+    dbg.set("y", 2)
+    assert dbg.inspect("y", source="output") == 2
+    dbg.resume()
+    assert run.result(T) == {"x": 1, "y": 2}
+
+
 def test_unattached_graph_is_unaffected_by_an_attached_one() -> None:
     dbg = flowdbg.Debugger()
     attached = dbg.attach(fan_graph())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -123,9 +124,11 @@ class Stop:
         setattr(self, which, candidate)
         if shared_state:
             self.state = getattr(self, which)
-        elif self.state is not None:
-            # Mirror the edit onto the displayed state so that inspect() shows it; best effort,
-            # the state view is for display and the payload is what the framework receives.
+        elif isinstance(self.state, Mapping) and isinstance(candidate, Mapping):
+            # Mirror the edit of an update (a mapping of state keys) onto the displayed state so
+            # that inspect() shows it; best effort, the state view is for display and the
+            # payload is what the framework receives. (Another payload, a tool's arguments or a
+            # LangGraph Command, has keys that are not state keys.)
             try:
                 self.state = apply(self.state)
             except Exception:

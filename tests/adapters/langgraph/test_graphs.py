@@ -105,6 +105,9 @@ def test_editing_a_command_changes_route_and_update(dbg: flowdbg.Debugger) -> No
     wait(dbg, "decide", "after")
     dbg.set("goto", "left")
     dbg.set("update.x", 7)
+    assert dbg.inspect("goto", source="output") == "left"
+    with pytest.raises(flowdbg.PathError):
+        dbg.inspect("goto")  # a Command's fields are not state keys: the state view keeps none
     dbg.resume()
     assert run.result(T) == {"x": 7, "side": "L"}
     decide, left = dbg.runs[-1].steps

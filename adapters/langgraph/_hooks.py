@@ -130,7 +130,7 @@ _REPLACING = frozenset(
 def _reducers(channels: dict[str, Any], keys: list[str]) -> dict[str, Any] | None:
     reducers: dict[str, Any] = {}
     for key in keys:
-        channel = channels.get(key)
+        channel: Any = channels.get(key)
         kind = type(channel).__name__
         if kind == "BinaryOperatorAggregate":
             reducers[key] = channel.operator

@@ -23,7 +23,7 @@ from flowdbg._sync import AsyncWaker
 from flowdbg.breakpoints import Breakpoint, BreakpointType, _Compiled
 from flowdbg.errors import NotStoppedError, StopNotFound, Terminated
 from flowdbg.events import Event, Position, RunStatus
-from flowdbg.runtime import RunScope, Unit, _note_run_started, new_run_info
+from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, _note_run_started, new_run_info
 from flowdbg.stops import Action, Stop, StopReason
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class Controller:
         self._finished_any = False
         self._last_end_terminated = False
         self._async_waiters: list[Callable[[], None]] = []
+        self._sync_waiters = 0  # threads in _wait(): _notify() is skipped when there are none
         self._warned: set[str] = set()
         self.observe_events = False
         #: the built-in recorder (flowdbg.recorder.Recorder), fed every finished unit, or None
@@ -154,7 +155,8 @@ class Controller:
 
     def _notify(self) -> None:
         """Wake every waiter (lock held)."""
-        self._cond.notify_all()
+        if self._sync_waiters:
+            self._cond.notify_all()
         waiters, self._async_waiters = self._async_waiters, []
         for wake in waiters:
             wake()
@@ -195,19 +197,22 @@ class Controller:
     def begin_run(self, *, framework: str, name: str, input: Any, parent: Unit | None) -> RunScope:
         if parent is not None and parent.run.ctl is not self:
             parent = None  # a unit of another debugger: this run is top-level here
-        info = new_run_info(framework=framework, name=name, parent=parent, input=input)
+        info = new_run_info(framework, name, parent, input)
         scope = RunScope(self, info, parent)
         if parent is None:
             with self._lock:
                 self._roots[info.run_id] = scope
-            _note_run_started(info.run_id)
+            if _RUN_HANDLE.get() is not None:  # in a Debugger.start() worker
+                _note_run_started(info.run_id)
         else:
             scope.terminated = parent.run.root.terminated
             parent.run.children.append(scope)
             parent.child_run_id = info.run_id
         if self.recorder is not None:
             self.recorder.run_started(scope)
-        self.debugger._hooks.on_run_start(run=info)
+        hooks = self.debugger._hooks
+        if hooks.has_run_start:
+            hooks.on_run_start(run=info)
         return scope
 
     def end_run(self, scope: RunScope, *, output: Any, error: BaseException | None) -> None:
@@ -215,27 +220,33 @@ class Controller:
         info.ended_at = time.time()
         info.output = output
         info.error = error
-        if isinstance(error, Terminated) or (error is not None and scope.root.terminated):
-            info.status = RunStatus.TERMINATED
-        elif error is not None:
-            info.status = RunStatus.FAILED
-        else:
+        if error is None:
             info.status = RunStatus.COMPLETED
+        elif isinstance(error, Terminated) or scope.root.terminated:
+            info.status = RunStatus.TERMINATED
+        else:
+            info.status = RunStatus.FAILED
         if self.recorder is not None:
             self.recorder.run_ended(scope)
         if scope.parent_unit is None:
             with self._lock:
-                self.history.append(scope)
+                history = self.history
+                if len(history) == history.maxlen:
+                    history.popleft()._release()  # frees it now, not in a garbage collection
+                history.append(scope)
                 self._roots.pop(info.run_id, None)
-                stepping = self._steps.pop(info.run_id, None)
+                stepping = self._steps.pop(info.run_id, None) if self._steps else None
                 self._finished_any = True
-                self._last_end_terminated = info.status == RunStatus.TERMINATED
+                self._last_end_terminated = info.status is RunStatus.TERMINATED
                 if not self._roots:
                     self._pause = False
                 if stepping or scope.terminated or not self.quiet:
                     self._refresh()  # skipped on the fast path: nothing it computes changed
-                self._notify()
-        self.debugger._hooks.on_run_end(run=info)
+                if self._sync_waiters or self._async_waiters:
+                    self._notify()
+        hooks = self.debugger._hooks
+        if hooks.has_run_end:
+            hooks.on_run_end(run=info)
 
     def worker_started(self) -> None:
         with self._lock:
@@ -583,7 +594,7 @@ class Controller:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
-                self._cond.wait(remaining)
+                self._wait(remaining)
 
     def wait_for_stops(self, count: int, timeout: float | None) -> list[Stop]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -596,7 +607,15 @@ class Controller:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return list(self._stops.values())
-                self._cond.wait(remaining)
+                self._wait(remaining)
+
+    def _wait(self, timeout: float | None) -> None:
+        """Wait for a notification (lock held)."""
+        self._sync_waiters += 1
+        try:
+            self._cond.wait(timeout)
+        finally:
+            self._sync_waiters -= 1
 
     async def wait_for_stop_async(self, timeout: float | None) -> Stop | None:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -193,11 +193,17 @@ class _Reporter:
 
     def __init__(self, debugger: Debugger) -> None:
         self._dbg = debugger
+        self._ctl = debugger._ctl
 
     # -- runs --
 
+    # Both open the run with the controller directly (what Debugger.begin_run does, one call
+    # less per run).
+
     def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
+        scope = self._ctl.begin_run(
+            framework="stategraph", name=graph.name, input=state, parent=current_unit()
+        )
         token = _RUN.set(scope)
         calls = _graph.CALL_INTERCEPTOR.set(self)
         try:
@@ -212,7 +218,9 @@ class _Reporter:
         return out
 
     async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
+        scope = self._ctl.begin_run(
+            framework="stategraph", name=graph.name, input=state, parent=current_unit()
+        )
         token = _RUN.set(scope)
         calls = _graph.CALL_INTERCEPTOR.set(self)
         try:

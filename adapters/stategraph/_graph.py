@@ -108,7 +108,7 @@ class GraphRecursionError(StateGraphError, RecursionError):
 # ---------------------------------------------------------------------------------- the task
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Task:
     """One execution of one node in one superstep, as seen from inside the node.
 
@@ -139,8 +139,11 @@ class Task:
     state: dict[str, Any]
     base: Mapping[str, Any] | None = field(default=None, repr=False)
     parent: Task | None = field(default=None, repr=False)
-    _routes: list[tuple[object, tuple[str, ...]]] = field(
-        default_factory=list, init=False, repr=False
+    # The route cache (see route): the last update and its routes, older ones in _older.
+    _route_for: object = field(default=None, init=False, repr=False)
+    _route: tuple[str, ...] | None = field(default=None, init=False, repr=False)
+    _older: list[tuple[object, tuple[str, ...]]] | None = field(
+        default=None, init=False, repr=False
     )
 
     def preview(self, update: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -173,12 +176,23 @@ class Task:
         :raises InvalidUpdateError: if ``update`` is not a valid update.
         :raises InvalidGraphError: if a router returns something that is not a node of the graph.
         """
-        for cached_update, cached in self._routes:
-            if cached_update is update:
-                return cached
+        last = self._route
+        if last is not None:
+            if self._route_for is update:
+                return last
+            older = self._older
+            if older is not None:
+                for cached_update, cached in older:
+                    if cached_update is update:
+                        return cached
         routes = self.graph.successors(self.node, self.preview(update))
-        self._routes.append((update, routes))
-        del self._routes[:-_ROUTE_CACHE_SIZE]
+        if last is not None:  # keep the previous one too (an edited update and the original)
+            if self._older is None:
+                self._older = []
+            self._older.append((self._route_for, last))
+            del self._older[: -(_ROUTE_CACHE_SIZE - 1)]
+        self._route_for = update
+        self._route = routes
         return routes
 
     def details(self, update: Mapping[str, Any] | None) -> tuple[Any, Any]:

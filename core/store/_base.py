@@ -293,7 +293,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def get_state(self, run_id: str, step: int | None = None) -> Any:
-        """The state after a step: the one recorded at the latest step at or before it.
+        """The state after a step: the one recorded at the latest step at or before it (a call
+        inside a unit records none: its unit commits the state).
 
         :param run_id: the run's id or a unique prefix.
         :param step: a step number; ``None`` for the latest state.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import flowdbg
 from flowdbg.adapter import Capability
 from flowdbg.stops import StopReason
-from flowdbg.testing._base import SuiteBase, requires
+from flowdbg.testing._base import WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED
 
 __all__ = ["AbstractToolTests"]
@@ -81,6 +81,36 @@ class AbstractToolTests(SuiteBase):
         dbg.resume()
         self.wait_no_stop(dbg)
         assert self.finish(run, scn) == dict(EXPECTED["tools"])
+
+    def test_recorded_state_changes_only_at_the_units_that_commit_it(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        # A call inside a unit changes nothing in the run's state by itself (its unit commits
+        # what it returns): the state recorded at a call's step is the state after the latest
+        # unit before it, so the state only moves forward, and no key is "written" by a call.
+        scn = self.scenario("tools")
+        run = self.launch(dbg, scn)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        run_id = run.run_id or ""
+        steps = store.get_steps(run_id)
+        calls = [s.step for s in steps if s.kind in ("tool", "llm")]
+        units = [s.step for s in steps if s.kind not in ("tool", "llm")]
+        assert calls, "the tools scenario recorded no tool calls"
+        for step in calls:
+            before = max(n for n in units if n < step)
+            assert store.get_state(run_id, step=step) == store.get_state(run_id, step=before), (
+                f"the state recorded at call step {step} is not the state after step {before}"
+            )
+        final = store.get_state(run_id)
+        assert {key: final.get(key) for key in EXPECTED["tools"]} == dict(EXPECTED["tools"])
+        nodes = {s.step: s.node for s in steps}
+        writers = store.last_writers(run_id)
+        assert writers["found"] == writers["ran"] == (units[0], "agent"), writers
+        assert writers["finished"][1] == "done"
+        assert all(step in units for step, _ in writers.values()), (writers, nodes)
 
     def test_step_into_walks_the_calls(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("tools")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from flowdbg._sync import AsyncWaker
 from flowdbg.breakpoints import Breakpoint, BreakpointType, _Compiled
@@ -35,6 +36,8 @@ log = logging.getLogger("flowdbg")
 logpoint_log = logging.getLogger("flowdbg.logpoint")
 
 _BEFORE = Position.BEFORE.value
+#: event-loop turns wait_for_stop_async gives a just-started task to open its run
+_START_GRACE = 3
 _AFTER = Position.AFTER.value
 _ERROR = Position.ERROR.value
 
@@ -619,15 +622,27 @@ class Controller:
 
     async def wait_for_stop_async(self, timeout: float | None) -> Stop | None:
         deadline = None if timeout is None else time.monotonic() + timeout
+        # A task the caller started just before waiting (``create_task(app.ainvoke(...))``)
+        # has not run yet, so no run is open and an earlier run's end would read as "the run
+        # ended". Yielding to the event loop a few times first lets such a task begin its run;
+        # a few, because trio may run the waiter first within a batch of runnable tasks.
+        grace = _START_GRACE
         while True:
             waker = AsyncWaker()
             with self._lock:
                 stop = self._current()
                 if stop is not None:
                     return stop
-                if self._finished():
+                finished = self._finished()
+                if finished and not grace:
                     return None
-                self._async_waiters.append(waker.wake)
+                if not finished:
+                    self._async_waiters.append(waker.wake)
+            if finished:
+                grace -= 1
+                await anyio.lowlevel.checkpoint()
+                continue
+            grace = 0  # a run was seen: from now on its end is the end
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None

@@ -18,6 +18,7 @@ from flowdbg.errors import (
     AdapterUnavailable,
     BreakpointError,
     NotStoppedError,
+    PathError,
 )
 from flowdbg.events import Kind, Position, RunInfo
 from flowdbg.plugins import Hooks, make_plugin_manager
@@ -577,6 +578,11 @@ class Debugger:
         Returns at once with the selected stop when one is open; otherwise returns the stop
         when one occurs, or ``None`` on timeout or when every run has ended (including runs
         started with :meth:`start`). Before any run has started it waits for one.
+
+        A run you start in your own thread may not have begun when this is called; if an
+        earlier run has ended and nothing else runs, that reads as "every run has ended" and
+        ``None`` comes back at once. Start the run with :meth:`start` (which counts it from the
+        moment it returns), or wait until your thread's run has begun.
         """
         return self._ctl.wait_for_stop(timeout)
 
@@ -586,7 +592,11 @@ class Debugger:
         return self._ctl.wait_for_stops(count, timeout)
 
     async def wait_for_stop_async(self, timeout: float | None = None) -> Stop | None:
-        """Async form of :meth:`wait_for_stop`; never blocks the event loop."""
+        """Async form of :meth:`wait_for_stop`; never blocks the event loop.
+
+        A task started just before the call (``asyncio.create_task(app.ainvoke(...))``, a task
+        group's ``start_soon``) is given a few turns of the event loop to begin its run before
+        an earlier run's end counts as "every run has ended"."""
         return await self._ctl.wait_for_stop_async(timeout)
 
     @property
@@ -634,7 +644,20 @@ class Debugger:
         root = s.exception if source == "error" else getattr(s, source)
         if source == "state" and root is None and s.editable is not None:
             root = getattr(s, s.editable)
-        return get_path(root, path)
+        if root is None and path and source in ("output", "error"):
+            position = s.location.position
+            if source == "output" and position == "before":
+                why = "the unit has not run yet at a before stop; its output is there after it"
+            else:
+                why = f"the unit has no {source} at this {position} stop"
+            raise PathError(f"cannot read {source}:{path}: {why}")
+        try:
+            return get_path(root, path)
+        except PathError as exc:
+            if source == "state":
+                raise
+            # get_path speaks of "state"; here the root is the unit's input, output or error
+            raise PathError(str(exc).replace("state has no", f"{source} has no", 1)) from None
 
     def set(self, path: str, value: Any, *, stop: str | None = None) -> None:
         """Set ``path`` to ``value``; applied when the branch resumes (at a ``before`` stop to

@@ -192,6 +192,23 @@ def test_ainvoke_on_the_callers_event_loop_suspends_only_the_run(dbg: flowdbg.De
     assert asyncio.run(main()) == {"x": 20, "z": 4, "done": True}
 
 
+def test_a_task_created_after_an_earlier_run_is_waited_for(dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(lg.nested())
+
+    async def main() -> Any:
+        first = await app.ainvoke({"x": 1})
+        dbg.break_before("c2")
+        task = asyncio.create_task(app.ainvoke({"x": 1}))  # has not started when we wait
+        stop = await dbg.wait_for_stop_async(T)
+        assert stop is not None and stop.location.node == "c2"
+        dbg.resume()
+        assert await dbg.wait_for_stop_async(T) is None
+        return first, await asyncio.wait_for(task, T)
+
+    first, second = asyncio.run(main())
+    assert first == second == {"x": 20, "z": 21, "done": True}
+
+
 def test_an_exception_reaches_the_caller_unchanged(dbg: flowdbg.Debugger) -> None:
     def boom(s: lg.Linear) -> lg.Linear:
         raise KeyError(f"missing at x={s['x']}")

@@ -249,6 +249,33 @@ def test_own_event_loop_task_is_suspended_while_the_loop_runs() -> None:
     assert anyio.run(main) == {"x": 20, "z": 4, "done": True}
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_own_event_loop_waits_for_a_task_started_after_an_earlier_run(backend: str) -> None:
+    # An earlier run has ended and the new task has not started its run yet when the wait
+    # begins: the wait must give it the chance to start instead of reporting "the run ended".
+    dbg = flowdbg.Debugger(record=False)
+    app = dbg.attach(nested_graph())
+
+    async def main() -> Any:
+        first = await app.ainvoke({"x": 1})
+        dbg.break_before("post")
+        results: dict[str, Any] = {}
+
+        async def user_code() -> None:
+            results["out"] = await app.ainvoke({"x": 1})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(user_code)
+            stop = await dbg.wait_for_stop_async(T)
+            assert stop is not None and stop.location.node == "post"
+            dbg.resume()
+            assert await dbg.wait_for_stop_async(T) is None  # the run ends: no more stops
+        return first, results["out"]
+
+    first, second = anyio.run(main, backend=backend)
+    assert first == second == {"x": 20, "z": 21, "done": True}
+
+
 def test_bound_invoke_taken_before_attach_is_still_debugged() -> None:
     app = nested_graph()
     invoke = app.invoke  # e.g. stored by the user's service at start-up

@@ -17,7 +17,7 @@ from flowdbg.errors import FlowdbgError, Terminated
 
 from ._envelope import emit_json, jsonable
 from ._render import Out, graph_tree, node_names, short_id, text_table
-from ._repl import EchoSource, LineSource, Outcome, Session, split_node
+from ._repl import EchoSource, LineSource, Outcome, Session, position_hint, split_node
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger, RunHandle
@@ -182,8 +182,17 @@ def _describe(dbg: Debugger, target: Any) -> dict[str, Any]:
 def _set_breakpoints(dbg: Debugger, breaks: Iterable[str], nodes: list[str], out: Out) -> None:
     for spec in breaks:
         node, position = split_node(spec.strip())
+        if " if " in f" {node} ":
+            raise CliError(
+                f"-b takes NODE[:before|:after], not a condition ({spec!r}); set a conditional "
+                "breakpoint at the debugger's prompt: b NODE if EXPR (with --stop-on-entry to "
+                "get a prompt before the first node)"
+            )
         if nodes and not any(fnmatch.fnmatchcase(n, node) for n in nodes):
-            raise CliError(f"unknown node {node!r} in -b {spec}; nodes: {', '.join(nodes)}")
+            raise CliError(
+                f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
+                f"nodes: {', '.join(nodes)}"
+            )
         add = dbg.break_after if position == "after" else dbg.break_before
         out.line(f"set {add(node).describe()}")
 

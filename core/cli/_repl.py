@@ -442,7 +442,9 @@ class Session:
         :raises ValueError: naming the nodes.
         """
         if self.nodes and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes):
-            raise ValueError(f"unknown node {pattern!r}; nodes: {', '.join(self.nodes)}")
+            raise ValueError(
+                f"unknown node {pattern!r}{position_hint(pattern)}; nodes: {', '.join(self.nodes)}"
+            )
 
     def add_breakpoint(self, spec: str, *, temporary: bool = False) -> None:
         """Set a breakpoint from ``NODE[:after|:before] [if EXPR]`` and print it."""
@@ -676,6 +678,14 @@ class Session:
             return [row.key for row in self.dbg.summary(stop=stop.id) if row.key != "."]
         except FlowdbgError:
             return []
+
+
+def position_hint(node: str) -> str:
+    """What to add to "unknown node" when the name looks like a mistyped position."""
+    _, sep, position = node.rpartition(":")
+    if sep and position:
+        return f" (a position after ':' is 'before' or 'after', not {position!r})"
+    return ""
 
 
 def split_node(spec: str) -> tuple[str, str]:

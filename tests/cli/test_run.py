@@ -313,6 +313,15 @@ def test_target_without_object_picks_the_only_graph(run_cli: Cli, graphs: Path) 
 BAD_RUNS = [
     (["graphs.py:app", "-b", "nope"], "unknown node 'nope' in -b nope; nodes: alpha, beta, gamma"),
     (["graphs.py:app", "-b", "zz*:after"], "unknown node 'zz*' in -b zz*:after; nodes: alpha,"),
+    (
+        ["graphs.py:app", "-b", "beta:during"],
+        "unknown node 'beta:during' in -b beta:during (a position after ':' is 'before' or "
+        "'after', not 'during'); nodes: alpha,",
+    ),
+    (
+        ["graphs.py:app", "-b", "beta if x =="],
+        "-b takes NODE[:before|:after], not a condition ('beta if x =='); set a conditional ",
+    ),
     (["graphs.py:app", "--input", "{x: 1}"], "--input is not valid JSON: Expecting property name"),
     (["broken.py:app"], "cannot import 'broken.py': ModuleNotFoundError: No module named 'no_"),
     (["syntax.py:app"], "cannot import 'syntax.py': SyntaxError:"),

@@ -18,8 +18,9 @@ __all__ = ["RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
 RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted")
 #: ``completed``: the unit returned; ``failed``: it raised; ``running``: it had not finished;
 #: ``suspended``: the framework's own control flow left it to run again later (a LangGraph
-#: ``interrupt()`` waiting for ``Command(resume=...)``).
-STEP_STATUSES = ("running", "completed", "failed", "suspended")
+#: ``interrupt()`` waiting for ``Command(resume=...)``); ``terminated``: the debugger ended
+#: the run while the unit ran or was stopped (not an error of the unit).
+STEP_STATUSES = ("running", "completed", "failed", "suspended", "terminated")
 
 
 @dataclass(slots=True)

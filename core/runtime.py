@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flowdbg.errors import Terminated
 from flowdbg.events import Location, Position, RunInfo, RunStatus
 
 if TYPE_CHECKING:
@@ -460,6 +461,8 @@ class Unit:
         self._finish("failed", exc, ended)
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
+        if status == "failed" and isinstance(exc, Terminated):
+            status = "terminated"  # the debugger ended the run here: not an error of the unit
         self.status = status
         self.exception = exc
         self.ended_at = _now() if ended is None else ended
@@ -485,8 +488,9 @@ class Unit:
         """Leave the unit without an ``after`` or ``error`` point (a control-flow exception such
         as :class:`flowdbg.Terminated` or a cancellation went through it).
 
-        :param status: ``"failed"``, or ``"suspended"`` when the framework's own control flow
-            paused the unit to run it again later (a LangGraph ``interrupt()``).
+        :param status: ``"failed"`` (``"terminated"`` when ``exc`` is
+            :class:`flowdbg.Terminated`), or ``"suspended"`` when the framework's own control
+            flow paused the unit to run it again later (a LangGraph ``interrupt()``).
         """
         self._exit()
         if self.status == "running":

@@ -102,7 +102,7 @@ DEFS: dict[str, dict[str, Any]] = {
             "node": {"type": "string"},
             "kind": {"type": "string"},
             "path": {"type": "array", "items": {"type": "string"}},
-            "status": {"enum": ["running", "completed", "failed", "suspended"]},
+            "status": {"enum": ["running", "completed", "failed", "suspended", "terminated"]},
             "started_at": _nullable(_DATE_TIME),
             "ended_at": _nullable(_DATE_TIME),
             "duration": {"type": ["number", "null"], "minimum": 0},
@@ -297,7 +297,9 @@ _RUNS_REPLAY = {
                     "node": {"type": "string"},
                     "kind": {"type": "string"},
                     "path": {"type": "array", "items": {"type": "string"}},
-                    "status": {"enum": ["running", "completed", "failed", "suspended"]},
+                    "status": {
+                        "enum": ["running", "completed", "failed", "suspended", "terminated"]
+                    },
                     "duration": {"type": ["number", "null"]},
                     "decision": {"description": "after and error events: the routing decision"},
                     "error": _nullable(_ref("error")),

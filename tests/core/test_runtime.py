@@ -207,6 +207,26 @@ def test_terminate_at_a_stop_raises_terminated_in_the_run(dbg: flowdbg.Debugger)
     assert dbg.status().state == "idle"
 
 
+def test_the_unit_held_when_a_run_is_terminated_is_no_error(tmp_path: Any) -> None:
+    dbg = flowdbg.Debugger(db=tmp_path / "t.db")
+    dbg.break_before("b")
+    run = dbg.start(run_units, dbg, ["a", "b", "c"], {})
+    assert dbg.wait_for_stop(T) is not None
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+    log = run.log
+    assert [(s.node, s.status) for s in log.steps] == [("a", "completed"), ("b", "terminated")]
+    assert log.errors == []
+    assert ", 0 errors" in log.summary()
+    assert dbg.flush(T)
+    assert dbg.store is not None
+    recorded = dbg.store.get_steps(run.run_id or "")
+    assert [(s.node, s.status) for s in recorded] == [("a", "completed"), ("b", "terminated")]
+    assert recorded[1].error is not None and recorded[1].error.type == "Terminated"
+    dbg.close()
+
+
 def test_terminated_passes_through_except_exception(dbg: flowdbg.Debugger) -> None:
     dbg.break_before("b")
 
@@ -233,6 +253,23 @@ def test_tool_breakpoint_matches_serialized_arguments(dbg: flowdbg.Debugger) -> 
     assert stop.location.kind == "tool"
     assert dbg.inspect("cmd", source="input") == "rm -rf /tmp/x"
     dbg.set("cmd", "ls /tmp/x")
+    dbg.resume()
+    run.result(T)
+
+
+def test_inspect_names_the_source_it_reads_in_errors(dbg: flowdbg.Debugger) -> None:
+    dbg.break_on_tool("shell")
+    args = {"shell": {"cmd": "rm -rf /tmp/x"}}
+    run = dbg.start(run_units, dbg, ["shell"], {}, kind="tool", inputs=args)
+    assert dbg.wait_for_stop(T) is not None
+    with pytest.raises(flowdbg.PathError, match=r"^input has no key 'nosuch' "):
+        dbg.inspect("nosuch", source="input")
+    with pytest.raises(
+        flowdbg.PathError, match=r"cannot read output:x: the unit has not run yet at a before"
+    ):
+        dbg.inspect("x", source="output")
+    with pytest.raises(flowdbg.PathError, match=r"cannot read error:x: the unit has no error"):
+        dbg.inspect("x", source="error")
     dbg.resume()
     run.result(T)
 

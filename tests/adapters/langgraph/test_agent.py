@@ -182,4 +182,5 @@ def test_terminate_at_a_tool_stop(dbg: flowdbg.Debugger, app: Any) -> None:
         run.result(T)
     log = run.log
     assert log is not None
-    assert [step.status for step in log.steps if step.node == "shell"] == ["failed"]
+    assert [step.status for step in log.steps if step.node == "shell"] == ["terminated"]
+    assert log.errors == []

@@ -111,7 +111,7 @@ class Controller:
         self._cond = threading.Condition(self._lock)
         self._bps: list[Breakpoint] = []  # copy-on-write: readers iterate without the lock
         self._matchers: list[_Compiled] = []
-        self._bp_ids = itertools.count(1)
+        self._bp_next = 1  # the number of the next breakpoint id (bp-1, bp-2, ...)
         self._stop_ids = itertools.count(1)
         self._stops: dict[str, Stop] = {}
         self._selected: str | None = None
@@ -167,12 +167,23 @@ class Controller:
     # ------------------------------------------------------------ breakpoints
 
     def next_breakpoint_id(self) -> str:
-        return f"bp-{next(self._bp_ids)}"
+        """The id the next breakpoint gets; taken only when a breakpoint with it is added (a
+        breakpoint refused for a malformed expression uses up no id)."""
+        with self._lock:
+            return f"bp-{self._bp_next}"
 
     def add_breakpoint(self, bp: Breakpoint) -> Breakpoint:
+        """Add ``bp``.
+
+        :raises ValueError: when its id is in use (another thread added a breakpoint with the
+            same next id first: take :meth:`next_breakpoint_id` again).
+        """
         with self._lock:
             if any(b.id == bp.id for b in self._bps):
                 raise ValueError(f"breakpoint id {bp.id!r} is already in use")
+            prefix, _, number = bp.id.partition("-")
+            if prefix == "bp" and number.isdigit():  # new ids never repeat one in use
+                self._bp_next = max(self._bp_next, int(number) + 1)
             self._bps = [*self._bps, bp]
             self._refresh()
         return bp

@@ -337,8 +337,13 @@ class Debugger:
     # ---------------------------------------------------------- breakpoints
 
     def _add(self, type: BreakpointType, **kwargs: Any) -> Breakpoint:
-        bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
-        return self._ctl.add_breakpoint(bp)
+        while True:
+            # create() checks the breakpoint: a refused one takes no id
+            bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
+            try:
+                return self._ctl.add_breakpoint(bp)
+            except ValueError:  # another thread took this id first
+                continue
 
     def break_before(
         self,

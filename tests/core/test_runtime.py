@@ -362,6 +362,35 @@ def test_remove_unknown_breakpoint_lists_ids(dbg: flowdbg.Debugger) -> None:
     assert dbg.breakpoints == []
 
 
+def test_breakpoint_ids_count_only_breakpoints_that_were_set(dbg: flowdbg.Debugger) -> None:
+    with pytest.raises(flowdbg.ExpressionError):
+        dbg.break_before("a", condition="x ==")
+    with pytest.raises(flowdbg.BreakpointError):
+        dbg.break_before("a", hit_condition="often")
+    assert dbg.break_before("a").id == "bp-1"
+    loaded = dbg.add_breakpoint({"type": "node", "node": "b", "id": "bp-5"})
+    assert loaded.id == "bp-5"
+    assert dbg.break_before("c").id == "bp-6"  # never one in use
+
+
+def test_breakpoints_set_from_many_threads_get_distinct_ids(dbg: flowdbg.Debugger) -> None:
+    barrier = threading.Barrier(8)
+
+    def add() -> None:
+        barrier.wait(T)
+        for _ in range(25):
+            dbg.break_before("a")
+
+    threads = [threading.Thread(target=add) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(T)
+    ids = [bp.id for bp in dbg.breakpoints]
+    assert len(ids) == len(set(ids)) == 200
+    assert set(ids) == {f"bp-{n}" for n in range(1, 201)}
+
+
 def test_operations_without_a_stop_say_so(dbg: flowdbg.Debugger) -> None:
     with pytest.raises(flowdbg.NotStoppedError, match="nothing is stopped"):
         dbg.inspect("x")

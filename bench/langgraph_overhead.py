@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import itertools
 import json
 import os
@@ -113,6 +114,12 @@ def measure(runs: int, rounds: int, workdir: Path) -> dict[str, Any]:
     try:
         for round_ in range(rounds + 1):  # the first round warms up and is dropped
             for name, (app, after, threaded) in variants.items():
+                if name == "inmemory_saver":
+                    # a fresh saver each round: the checkpoints it keeps in memory would
+                    # otherwise pile up round after round and make every variant's garbage
+                    # collections slower, whichever variant triggers them
+                    app = build(InMemorySaver())
+                gc.collect()
                 async_app = async_apps.get(name, app)
 
                 def sync_run(i: int, app: Any = app, threaded: bool = threaded) -> Any:

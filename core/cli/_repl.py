@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
@@ -79,6 +80,9 @@ class EchoSource:
     interactive = False
 
     def __init__(self, lines: Iterable[str], out: Out, *, style: str | None = None) -> None:
+        # a stream with a file descriptor (stdin) is only read ahead while it has data; a list
+        # or an in-memory stream can always be
+        self._stream = lines if _has_fileno(lines) else None
         self._lines: Iterator[str] = iter(lines)
         self._out = out
         self._style = style
@@ -94,8 +98,36 @@ class EchoSource:
             return line
         return None
 
+    def unread(self, limit: int = 20) -> list[str]:
+        """Commands (not comments) still waiting that can be read without blocking: a pipe or
+        file is read only while ``select`` says it has data or has ended."""
+        lines: list[str] = []
+        while len(lines) < limit:
+            if self._stream is not None:
+                try:
+                    ready, _, _ = select.select([self._stream], [], [], 0)
+                except (OSError, ValueError, TypeError):  # no select on it (Windows consoles)
+                    break
+                if not ready:
+                    break
+            raw = next(self._lines, None)
+            if raw is None:
+                break
+            line = raw.strip()
+            if line and not line.startswith("#"):
+                lines.append(line)
+        return lines
+
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _has_fileno(stream: object) -> bool:
+    try:
+        stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
 
 
 class TerminalSource:
@@ -288,6 +320,19 @@ class Session:
         finally:
             self.source.close()
 
+    def _note_unread(self) -> None:
+        """Say so when piped commands were never read because nothing stopped to read them."""
+        unread = getattr(self.source, "unread", None)
+        left = unread() if unread is not None else []
+        if left:
+            shown = ", ".join(repr(line) for line in left[:5]) + (", ..." if len(left) > 5 else "")
+            self.out.line(
+                f"note: the run ended with {len(left)}{'+' if len(left) >= 20 else ''} "
+                f"command{'s' if len(left) != 1 else ''} unread ({shown}); commands are read "
+                "only while the run is stopped (see -b NODE, --stop-on-entry)",
+                style="yellow",
+            )
+
     def _loop(self) -> Outcome:
         interrupted = False
         while True:
@@ -304,6 +349,7 @@ class Session:
                 continue
             interrupted = False
             if stop is None:
+                self._note_unread()
                 return Outcome.ENDED
             if stop.id not in self._shown:
                 self.show_stop(stop)

@@ -310,6 +310,21 @@ def test_target_without_object_picks_the_only_graph(run_cli: Cli, graphs: Path) 
     )
 
 
+def test_commands_the_run_never_read_are_reported(run_cli: Cli) -> None:
+    out = run(run_cli, "graphs.py:app", "--input", '{"x": 1}', NO_REC, commands="b beta\nc\n")
+    assert "no breakpoints, so it runs to the end" in out
+    assert (
+        "note: the run ended with 2 commands unread ('b beta', 'c'); commands are read only "
+        "while the run is stopped (see -b NODE, --stop-on-entry)" in out
+    )
+    args = ("graphs.py:app", "-b", "beta", "--input", '{"x": 1}', NO_REC)
+    out = run(run_cli, *args, commands="c\n# done\np x\n")
+    assert prompts(out) == ["c"]
+    assert "note: the run ended with 1 command unread ('p x')" in out
+    out = run(run_cli, *args, commands="c\n# only a comment\n")
+    assert "unread" not in out
+
+
 BAD_RUNS = [
     (["graphs.py:app", "-b", "nope"], "unknown node 'nope' in -b nope; nodes: alpha, beta, gamma"),
     (["graphs.py:app", "-b", "zz*:after"], "unknown node 'zz*' in -b zz*:after; nodes: alpha,"),

@@ -82,7 +82,7 @@ class EchoSource:
     def __init__(self, lines: Iterable[str], out: Out, *, style: str | None = None) -> None:
         # a stream with a file descriptor (stdin) is only read ahead while it has data; a list
         # or an in-memory stream can always be
-        self._stream = lines if _has_fileno(lines) else None
+        self._stream: Any = lines if _has_fileno(lines) else None
         self._lines: Iterator[str] = iter(lines)
         self._out = out
         self._style = style

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LangGraphAdapter"]
 
-log = logging.getLogger("flowdbg.adapters.langgraph")
 
 #: the ``node`` and ``flat_writers`` cached properties of ``PregelNode`` that attach fills
 _CACHED = ("node", "flat_writers")
@@ -115,15 +113,22 @@ class LangGraphAdapter(Adapter):
         self._lock = threading.Lock()
         self._handlers: weakref.WeakKeyDictionary[Debugger, Any] = weakref.WeakKeyDictionary()
 
-    def _handler(self, debugger: Debugger) -> Any:
+    def _handler(self, debugger: Debugger, *, tasks: bool = False) -> Any:
         """The callback handlers (sync, async) reporting model and tool calls to ``debugger``
-        (one pair each, so a subgraph run does not add them a second time)."""
-        from flowdbg.adapters.langgraph._calls import AsyncCallHandler, CallHandler
+        (one pair each, so a subgraph run does not add them a second time), and with ``tasks``
+        the @task calls of an @entrypoint too."""
+        from flowdbg.adapters.langgraph import _calls as calls
 
-        handlers = self._handlers.get(debugger)
+        pairs = self._handlers.get(debugger)
+        if pairs is None:
+            pairs = self._handlers[debugger] = {}
+        handlers = pairs.get(tasks)
         if handlers is None:
-            handlers = (CallHandler(debugger), AsyncCallHandler(debugger))
-            self._handlers[debugger] = handlers
+            if tasks:
+                handlers = (calls.TaskCallHandler(debugger), calls.AsyncTaskCallHandler(debugger))
+            else:
+                handlers = (calls.CallHandler(debugger), calls.AsyncCallHandler(debugger))
+            pairs[tasks] = handlers
         return handlers
 
     def matches(self, target: Any) -> bool:
@@ -133,17 +138,7 @@ class LangGraphAdapter(Adapter):
         with self._lock:
             # Check the whole tree first, so that a refused attach changes nothing.
             self._check(target, debugger, set())
-            fresh = id(target) not in _GRAPHS
             self._acquire(target, debugger, _USER)
-        if fresh and _is_entrypoint(target):
-            (name,) = (n for n, _ in _nodes(target))
-            log.warning(
-                "graph %r is a functional-API @entrypoint: flowdbg sees the entrypoint %r as one "
-                "unit, with its model and tool calls inside it, but not its @task calls (LangGraph "
-                "runs those as tasks outside the graph's nodes, where no hook reaches)",
-                _name(target),
-                name,
-            )
 
     def _check(self, graph: Any, debugger: Debugger, seen: set[int]) -> None:
         if id(graph) in seen:
@@ -176,7 +171,10 @@ class LangGraphAdapter(Adapter):
         held = _GRAPHS[id(graph)] = _Graph(graph, debugger, type(graph))
         held.owners.add(owner)
         info = hooks.GraphInfo(
-            debugger, _state_keys(graph), self._handler(debugger), getattr(graph, "channels", None)
+            debugger,
+            _state_keys(graph),
+            self._handler(debugger, tasks=_is_entrypoint(graph)),
+            getattr(graph, "channels", None),
         )
         for name, node in _nodes(graph):
             for sub in _subgraphs(node):

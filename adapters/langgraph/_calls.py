@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
-from langchain_core.callbacks.base import BaseCallbackManager
 from langgraph.errors import GraphBubbleUp
 
 from flowdbg.errors import EditRefused
@@ -40,7 +39,15 @@ from flowdbg.runtime import Unit, current_unit
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
 
-__all__ = ["AsyncCallHandler", "CallHandler", "ToolNodeWrapper", "is_tool_node", "with_handler"]
+__all__ = [
+    "AsyncCallHandler",
+    "AsyncTaskCallHandler",
+    "CallHandler",
+    "TaskCallHandler",
+    "ToolNodeWrapper",
+    "is_tool_node",
+    "with_handler",
+]
 
 
 def _refuse_edit(unit: Unit, which: str, payload: Any) -> None:
@@ -48,6 +55,13 @@ def _refuse_edit(unit: Unit, which: str, payload: Any) -> None:
         return  # a ToolNode call: the wrapper passes edits on (see ToolNodeWrapper)
     if unit.kind == "llm" and which == "output":
         return  # copied into the reply message (see CallHandler.on_llm_end)
+    if unit.kind == "node":  # a functional-API @task call (see TaskCallHandler)
+        what = "arguments" if which == "input" else "result"
+        raise EditRefused(
+            f"the {what} of @task {unit.node!r} cannot be edited: flowdbg sees @task calls "
+            "through LangChain callbacks, which get a copy of the arguments and see the result "
+            "only after it is returned"
+        )
     what = "arguments" if which == "input" else "result"
     raise EditRefused(
         f"the {what} of {unit.kind} call {unit.node!r} cannot be edited: LangChain callbacks, "
@@ -93,6 +107,7 @@ class _Calls:
     """What the sync and the async handler share: which units are open, and their edits."""
 
     raise_error = True  # a breakpoint's Terminated must reach the call
+    tasks = False  # whether @task calls are reported too (see TaskCallHandler)
 
     def __init__(self, debugger: Debugger) -> None:
         self._ctl = debugger._ctl
@@ -113,14 +128,14 @@ class _Calls:
     def ignore_custom_event(self) -> bool:
         return True
 
-    def _unit(self, run_id: UUID, name: str, kind: str) -> Unit | None:
+    def _unit(self, run_id: UUID, name: str, kind: str, **where: Any) -> Unit | None:
         """A unit for a call starting in the node executing here, if it is one of ours."""
         parent = current_unit()
         if parent is None or parent.run.ctl is not self._ctl:
             return None
         frame = parent.frame()
         frame.check_edit = _refuse_edit
-        unit = frame.unit(name, kind=kind)
+        unit = frame.unit(name, kind=kind, **where)
         with self._lock:
             self._open[run_id] = unit
         return unit
@@ -294,17 +309,160 @@ class AsyncCallHandler(_Calls, AsyncCallbackHandler):
             await unit.aerror(error, state=unit.state_before)
 
 
+# -- functional-API @task calls ------------------------------------------------------------
+#
+# An @entrypoint runs each @task call as a task of its own (in an executor thread, or an asyncio
+# task), outside any graph node flowdbg could wrap. Its runnable, a RunnableSeq named after the
+# task, reports on_chain_start / on_chain_end / on_chain_error to the run's callback handlers in
+# the thread or task that runs it, before and after the function (langgraph 1.1 and 1.2
+# _internal/_runnable.py RunnableSeq.invoke), so a handler can hold it there. Its metadata's
+# langgraph_path is (PUSH, the caller's path, index, True): the True marks a functional call
+# (pregel/_algo.py prepare_push_task_functional). The arguments the handler gets are a dict
+# built for tracing, and the result is reported after the task returned it, so neither can be
+# edited from there.
+
+_PUSH = "__pregel_push"
+
+
+def _is_task_call(name: str | None, metadata: dict[str, Any] | None) -> bool:
+    """Whether a starting chain is an @task call (not a node, not a chain run inside one)."""
+    if not metadata or name is None:
+        return False
+    path = metadata.get("langgraph_path")
+    return (
+        type(path) is tuple
+        and len(path) >= 4
+        and path[0] == _PUSH
+        and path[-1] is True
+        and metadata.get("langgraph_node") == name
+    )
+
+
+def _where(metadata: dict[str, Any]) -> dict[str, Any]:
+    # No branch of their own: like the calls a node makes, the tasks an entrypoint calls are one
+    # line of execution for stepping (step from one task lands on the next), though those it
+    # runs in parallel each hold their own thread or task at a stop.
+    return {"superstep": metadata.get("langgraph_step")}
+
+
+class _Tasks:
+    """Chain events, for the @task calls of an @entrypoint (its runs only: for other graphs
+    LangChain skips chain events for flowdbg's handler, which keeps their runs cheaper)."""
+
+    tasks = True
+
+    @property
+    def ignore_chain(self) -> bool:
+        return False
+
+    def _task_unit(
+        self: Any, run_id: UUID, parent_run_id: UUID | None, name: Any, metadata: Any
+    ) -> Unit | None:
+        if not _is_task_call(name, metadata) or parent_run_id in self._open:
+            return None  # not a task, or a chain the task itself runs
+        return self._unit(run_id, str(name), "node", **_where(metadata))
+
+
+class TaskCallHandler(_Tasks, CallHandler):
+    """:class:`CallHandler` that also reports an @entrypoint's @task calls, as units of kind
+    ``node`` nested in the unit that calls them."""
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        unit = self._task_unit(run_id, parent_run_id, name, metadata)
+        if unit is not None:
+            unit.before(state=_node_state(unit), input=inputs)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        unit = self._close(run_id)
+        if unit is not None:
+            unit.after(output=outputs, state=unit.state_before)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        unit = self._close(run_id)
+        if unit is None:
+            return
+        if isinstance(error, GraphBubbleUp):  # interrupt() in the task: it runs again later
+            unit.discard(error, status="suspended")
+        else:
+            unit.error(error, state=unit.state_before)
+
+
+class AsyncTaskCallHandler(_Tasks, AsyncCallHandler):
+    """The same for async runs (a stop suspends only the task's coroutine)."""
+
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        unit = self._task_unit(run_id, parent_run_id, name, metadata)
+        if unit is not None:
+            await unit.abefore(state=_node_state(unit), input=inputs)
+
+    async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        unit = self._close(run_id)
+        if unit is not None:
+            await unit.aafter(output=outputs, state=unit.state_before)
+
+    async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        unit = self._close(run_id)
+        if unit is None:
+            return
+        if isinstance(error, GraphBubbleUp):
+            unit.discard(error, status="suspended")
+        else:
+            await unit.aerror(error, state=unit.state_before)
+
+
+def _same_debugger(handlers: list[Any], handler: Any) -> Any:
+    """The handler of the same kind (sync or async) and debugger among ``handlers``, if any."""
+    family = AsyncCallHandler if isinstance(handler, AsyncCallHandler) else CallHandler
+    for present in handlers:
+        if isinstance(present, family) and present._ctl is handler._ctl:
+            return present
+    return None
+
+
 def with_handler(config: Any, handler: BaseCallbackHandler) -> Any:
-    """``config`` with ``handler`` among its callbacks (inherited by every call of the run)."""
+    """``config`` with ``handler`` among its callbacks (inherited by every call of the run).
+
+    One handler per debugger: a run already carrying this debugger's handler (a subgraph's run
+    inherits its parent's) keeps it, unless ``handler`` also reports @task calls and that one
+    does not; then it is swapped for ``handler``.
+    """
     config = dict(config or {})
     callbacks = config.get("callbacks")
     if callbacks is None:
         config["callbacks"] = [handler]
-    elif isinstance(callbacks, list):
-        if handler not in callbacks:
-            config["callbacks"] = [*callbacks, handler]
-    elif isinstance(callbacks, BaseCallbackManager) and handler not in callbacks.handlers:
+        return config
+    handlers = callbacks if isinstance(callbacks, list) else getattr(callbacks, "handlers", None)
+    if handlers is None:
+        return config
+    present = _same_debugger(handlers, handler)
+    if present is handler or (present is not None and getattr(present, "tasks", False)):
+        return config
+    if isinstance(callbacks, list):
+        config["callbacks"] = [h for h in callbacks if h is not present] + [handler]
+    else:
         manager = callbacks.copy()
+        if present is not None:
+            manager.remove_handler(present)
         manager.add_handler(handler, inherit=True)
         config["callbacks"] = manager
     return config

@@ -445,3 +445,45 @@ def async_map_reduce() -> Any:
     g.add_conditional_edges("fan", route, ["work"])
     g.add_edge("work", END)
     return g.compile(name="async_mapreduce")
+
+
+def functional(*, parallel: bool = True) -> Any:
+    """A functional-API workflow: ``twice`` once, then twice (in parallel, or one after the
+    other: parallel calls stream their updates in the order they finish), then ``plus``
+    (``{"x": 3}`` -> ``{"x": 26}``)."""
+    from langgraph.func import entrypoint, task
+
+    @task
+    def twice(x: int) -> int:
+        return x * 2
+
+    @task
+    def plus(a: int, b: int) -> int:
+        return a + b
+
+    @entrypoint()
+    def flow(inputs: dict[str, int]) -> dict[str, int]:
+        d = twice(inputs["x"]).result()
+        if parallel:
+            pair = [twice(d), twice(d + 1)]
+            results = [f.result() for f in pair]
+        else:
+            results = [twice(d).result(), twice(d + 1).result()]
+        return {"x": plus(*results).result()}
+
+    return flow
+
+
+def functional_hitl(checkpointer: Any) -> Any:
+    """A functional-API workflow whose task asks for a name with ``interrupt()``."""
+    from langgraph.func import entrypoint, task
+
+    @task
+    def ask_name(greeting: str) -> str:
+        return f"{greeting}, {interrupt('name?')}"
+
+    @entrypoint(checkpointer=checkpointer)
+    def greet(inputs: dict[str, str]) -> dict[str, str]:
+        return {"text": ask_name(inputs["greeting"]).result()}
+
+    return greet

@@ -50,6 +50,11 @@ def _interrupt_before() -> tuple[Any, list[Call]]:
     return app, [({"x": 1}, thread("t")), (None, thread("t"))]
 
 
+def _functional_interrupt() -> tuple[Any, list[Call]]:
+    app = lg.functional_hitl(InMemorySaver())
+    return app, [({"greeting": "hi"}, thread("t")), (Command(resume="ann"), thread("t"))]
+
+
 CASES: dict[str, Callable[[], tuple[Any, list[Call]]]] = {
     "linear": _one(lg.linear, {"x": 1}),
     "loop": _one(lg.loop, {"count": 0}),
@@ -69,6 +74,8 @@ CASES: dict[str, Callable[[], tuple[Any, list[Call]]]] = {
     "interrupt": _interrupt,
     "interrupt_in_subgraph": _interrupt_nested,
     "interrupt_before": _interrupt_before,
+    "functional_tasks": _one(lambda: lg.functional(parallel=False), {"x": 3}),
+    "functional_interrupt_in_task": _functional_interrupt,
 }
 
 

@@ -16,7 +16,7 @@ import click
 from flowdbg.errors import FlowdbgError, Terminated
 
 from ._envelope import emit_json, jsonable
-from ._render import Out, graph_tree, node_names, short_id, text_table
+from ._render import Out, graph_tree, is_open, node_names, short_id, text_table
 from ._repl import EchoSource, LineSource, Outcome, Session, position_hint, split_node
 
 if TYPE_CHECKING:
@@ -179,7 +179,10 @@ def _describe(dbg: Debugger, target: Any) -> dict[str, Any]:
     return dict(description) if isinstance(description, Mapping) else {}
 
 
-def _set_breakpoints(dbg: Debugger, breaks: Iterable[str], nodes: list[str], out: Out) -> None:
+def _set_breakpoints(
+    dbg: Debugger, breaks: Iterable[str], description: Mapping[str, Any], out: Out
+) -> None:
+    nodes = node_names(description)
     for spec in breaks:
         node, position = split_node(spec.strip())
         if " if " in f" {node} ":
@@ -189,10 +192,16 @@ def _set_breakpoints(dbg: Debugger, breaks: Iterable[str], nodes: list[str], out
                 "get a prompt before the first node)"
             )
         if nodes and not any(fnmatch.fnmatchcase(n, node) for n in nodes):
-            raise CliError(
-                f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
-                f"nodes: {', '.join(nodes)}"
-            )
+            if is_open(description):  # e.g. a @task the description could not list
+                out.line(
+                    f"note: {node!r} is none of the known nodes and tasks ({', '.join(nodes)}); "
+                    "the breakpoint waits for a unit of that name"
+                )
+            else:
+                raise CliError(
+                    f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
+                    f"nodes: {', '.join(nodes)}"
+                )
         add = dbg.break_after if position == "after" else dbg.break_before
         out.line(f"set {add(node).describe()}")
 
@@ -219,9 +228,8 @@ def debug_session(
     from ._target import run_callable
 
     description = _describe(dbg, target)
-    nodes = node_names(description)
     dbg.attach(target)
-    _set_breakpoints(dbg, breaks, nodes, out)
+    _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
     fn = run_callable(target)

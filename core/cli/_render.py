@@ -200,10 +200,27 @@ def node_names(description: Mapping[str, Any], *, nested: bool = True) -> list[s
     names: list[str] = []
     for node in description.get("nodes") or ():
         names.append(_name(node))
-        sub = node.get("subgraph") if isinstance(node, Mapping) else None
+        if not isinstance(node, Mapping):
+            continue
+        sub = node.get("subgraph")
         if nested and isinstance(sub, Mapping):
             names.extend(n for n in node_names(sub) if n not in names)
+        if nested:  # the units a node calls, such as an @entrypoint's @task functions
+            names.extend(str(t) for t in node.get("tasks") or () if str(t) not in names)
     return names
+
+
+def is_open(description: Mapping[str, Any]) -> bool:
+    """Whether units other than the described nodes may run (an ``@entrypoint``'s @task
+    calls), so a name missing from :func:`node_names` may still be a unit's."""
+    if description.get("open"):
+        return True
+    return any(
+        isinstance(node, Mapping)
+        and isinstance(node.get("subgraph"), Mapping)
+        and is_open(node["subgraph"])
+        for node in description.get("nodes") or ()
+    )
 
 
 def subgraph_at(description: Mapping[str, Any], path: Iterable[str]) -> Mapping[str, Any] | None:
@@ -279,6 +296,8 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
         extras = []
         if isinstance(node, Mapping) and node.get("retry"):
             extras.append(f"retry {node['retry']}")
+        if isinstance(node, Mapping) and node.get("tasks"):
+            extras.append(f"tasks: {', '.join(map(str, node['tasks']))}")
         if isinstance(sub, Mapping):
             extras.append(f"subgraph {sub.get('name', '?')!r}")
         branch = nodes.add(label + (f"  ({', '.join(extras)})" if extras else ""))

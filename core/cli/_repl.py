@@ -26,6 +26,7 @@ from flowdbg.state import short_repr
 
 from ._render import (
     Out,
+    is_open,
     neighbourhood,
     node_names,
     pretty,
@@ -488,6 +489,12 @@ class Session:
         :raises ValueError: naming the nodes.
         """
         if self.nodes and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes):
+            if is_open(self.description):  # e.g. a @task the description could not list
+                self.out.line(
+                    f"note: {pattern!r} is none of the known nodes and tasks "
+                    f"({', '.join(self.nodes)}); the breakpoint waits for a unit of that name"
+                )
+                return
             raise ValueError(
                 f"unknown node {pattern!r}{position_hint(pattern)}; nodes: {', '.join(self.nodes)}"
             )

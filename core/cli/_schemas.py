@@ -327,8 +327,19 @@ _GRAPH_INSPECT = {
                     "items": {
                         "type": "object",
                         "required": ["name"],
-                        "properties": {"name": {"type": "string"}},
+                        "properties": {
+                            "name": {"type": "string"},
+                            "tasks": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "description": "the @task functions an @entrypoint refers to",
+                            },
+                        },
                     },
+                },
+                "open": {
+                    "type": "boolean",
+                    "description": "units other than the nodes run too (an @entrypoint's tasks)",
                 },
                 "edges": {
                     "type": "array",

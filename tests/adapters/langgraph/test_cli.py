@@ -141,3 +141,55 @@ def test_the_example_session_runs(tmp_path: Path) -> None:
             "look at it later with: flowdbg runs show ",
         ],
     )
+
+
+FUNCTIONAL = """\
+from langgraph.func import entrypoint, task
+
+
+@task
+def double(x: int) -> int:
+    return x * 2
+
+
+def helper(x):
+    return double(x)
+
+
+@entrypoint()
+def flow(x: int) -> int:
+    return double(x).result() + 1
+"""
+
+
+def test_an_entrypoint_lists_its_tasks_and_breaks_on_them(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "flow_app.py").write_text(FUNCTIONAL, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    described = json.loads(flowdbg("graph", "inspect", "flow_app.py:flow", "--json").stdout)
+    graph = described["data"]["graph"]
+    assert graph["open"] is True
+    assert [(n["name"], n["tasks"]) for n in graph["nodes"]] == [("flow", ["double"])]
+    assert "flow  (tasks: double)" in flowdbg("graph", "inspect", "flow_app.py:flow").stdout
+    out = flowdbg(
+        "run", "flow_app.py:flow", "--input", "3", "-b", "double", input="p input:x\nc\n"
+    ).stdout
+    in_order(
+        out,
+        [
+            "set bp-1 node 'double' before",
+            "stop-1: breakpoint [bp-1] at before node 'flow/double' (step 2",
+            "(flowdbg) p input:x",
+            "3",
+            "run completed; result:",
+            "7",
+        ],
+    )
+    # a name the description cannot know may still be a task's: set, with a note
+    out = flowdbg("run", "flow_app.py:flow", "--input", "3", "-b", "elsewhere").stdout
+    assert (
+        "note: 'elsewhere' is none of the known nodes and tasks (flow, double); the breakpoint "
+        "waits for a unit of that name" in out
+    )
+    assert "run completed" in out

@@ -64,6 +64,9 @@ def test_tasks_are_units_nested_in_the_entrypoint(
     with caplog.at_level(logging.WARNING, logger="flowdbg.adapters.langgraph"):
         dbg.attach(app)
     assert caplog.records == []  # nothing to warn about any more
+    described = dbg.describe(app)
+    assert described["open"] is True
+    assert [(n["name"], n["tasks"]) for n in described["nodes"]] == [("flow", ["double", "add"])]
     dbg.break_before("double")
     run = dbg.start(app.invoke, 3)
     stop = dbg.wait_for_stop(T)

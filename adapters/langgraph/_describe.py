@@ -95,7 +95,7 @@ def describe(graph: Any) -> dict[str, Any]:
         )
     entry = [edge["target"] for edge in edges if edge["source"] == _START]
     entry += conditional.get(_START, [])
-    description = {
+    description: dict[str, Any] = {
         "name": str(getattr(graph, "name", None) or type(graph).__name__),
         "entry": entry,
         "nodes": nodes,

@@ -229,13 +229,20 @@ class Controller:
             hooks.on_run_start(run=info)
         return scope
 
-    def end_run(self, scope: RunScope, *, output: Any, error: BaseException | None) -> None:
+    def end_run(
+        self,
+        scope: RunScope,
+        *,
+        output: Any,
+        error: BaseException | None,
+        suspended: bool = False,
+    ) -> None:
         info = scope.info
         info.ended_at = time.time()
         info.output = output
         info.error = error
         if error is None:
-            info.status = RunStatus.COMPLETED
+            info.status = RunStatus.SUSPENDED if suspended else RunStatus.COMPLETED
         elif isinstance(error, Terminated) or scope.root.terminated:
             info.status = RunStatus.TERMINATED
         else:

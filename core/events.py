@@ -55,6 +55,9 @@ class RunStatus(str, Enum):
     COMPLETED = "completed"
     FAILED = "failed"
     TERMINATED = "terminated"
+    #: ended waiting for the framework's own resume (a LangGraph ``interrupt()``): not done,
+    #: not an error; a later run goes on from there
+    SUSPENDED = "suspended"
 
     def __str__(self) -> str:
         return self.value

@@ -14,8 +14,9 @@ from flowdbg.events import ErrorInfo
 
 __all__ = ["RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
 
-#: ``interrupted``: the run was left ``running`` by a process that no longer exists.
-RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted")
+#: ``interrupted``: the run was left ``running`` by a process that no longer exists;
+#: ``suspended``: it ended waiting for the framework's own resume (a LangGraph ``interrupt()``).
+RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted", "suspended")
 #: ``completed``: the unit returned; ``failed``: it raised; ``running``: it had not finished;
 #: ``suspended``: the framework's own control flow left it to run again later (a LangGraph
 #: ``interrupt()`` waiting for ``Command(resume=...)``); ``terminated``: the debugger ended

@@ -177,13 +177,24 @@ class RunScope:
         """
         return Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
 
-    def end(self, *, output: Any = None, error: BaseException | None = None) -> None:
+    def end(
+        self, *, output: Any = None, error: BaseException | None = None, suspended: bool = False
+    ) -> None:
         """Close the run with its output or the exception that ended it. Idempotent; a no-op
-        for a frame."""
+        for a frame.
+
+        :param suspended: the run ended waiting for the framework's own resume (a LangGraph
+            ``interrupt()``); with no ``error`` its status is then ``suspended``, not
+            ``completed``.
+        """
         if self._ended or self._is_frame:
             return
         self._ended = True
-        self.ctl.end_run(self, output=output, error=error)
+        self.ctl.end_run(self, output=output, error=error, suspended=suspended)
+
+    def has_suspended_units(self) -> bool:
+        """Whether a unit of this run (calls inside its units included) ended ``suspended``."""
+        return any(unit.status == "suspended" for unit in self.units)
 
     def __repr__(self) -> str:
         return f"<RunScope {self.info.framework}:{self.info.name} {self.run_id}>"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph._internal._runnable import RunnableSeq
-from langgraph.errors import GraphBubbleUp, ParentCommand
+from langgraph.errors import GraphBubbleUp, GraphInterrupt, ParentCommand
 from langgraph.types import Command
 
 from flowdbg.adapters.langgraph._calls import AsyncCallHandler, CallHandler, with_handler
@@ -546,15 +546,16 @@ class GraphRun:
                 yield chunk
         except GeneratorExit:  # the consumer stopped iterating: the run ends here
             inner.close()
-            scope.end(output=latest)
+            scope.end(output=latest, suspended=scope.has_suspended_units())
             raise
-        except GraphBubbleUp:  # a subgraph's interrupt() or Command to a parent: not a failure
-            scope.end(output=latest)
+        except GraphBubbleUp as exc:  # a subgraph's interrupt() or Command to a parent
+            scope.end(output=latest, suspended=isinstance(exc, GraphInterrupt))
             raise
         except BaseException as exc:
             scope.end(error=exc)
             raise
-        scope.end(output=latest)
+        # an interrupt() in a node ends the top-level stream normally, its node suspended
+        scope.end(output=latest, suspended=scope.has_suspended_units())
 
     @staticmethod
     async def aiterate(
@@ -580,15 +581,15 @@ class GraphRun:
                 yield chunk
         except GeneratorExit:
             await _aclose(inner)
-            scope.end(output=latest)
+            scope.end(output=latest, suspended=scope.has_suspended_units())
             raise
-        except GraphBubbleUp:
-            scope.end(output=latest)
+        except GraphBubbleUp as exc:
+            scope.end(output=latest, suspended=isinstance(exc, GraphInterrupt))
             raise
         except BaseException as exc:
             scope.end(error=exc)
             raise
-        scope.end(output=latest)
+        scope.end(output=latest, suspended=scope.has_suspended_units())
 
 
 async def _aclose(inner: AsyncIterator[Any]) -> None:

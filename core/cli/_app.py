@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import inspect
 import json
 import os
 import shlex
@@ -171,6 +172,42 @@ def _parse_input(input_json: str | None, input_file: Any) -> Any:
         ) from None
 
 
+def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any] | None:
+    """The run's config from ``--config`` and ``--thread`` (``None`` when neither is given)."""
+    if config_json is None and thread is None:
+        return None
+    config: Any = {}
+    if config_json is not None:
+        try:
+            config = json.loads(config_json)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"--config is not valid JSON: {exc.msg} at line {exc.lineno} column "
+                f"""{exc.colno}; e.g. --config '{{"configurable": {{"thread_id": "1"}}}}'"""
+            ) from None
+        if not isinstance(config, dict):
+            raise CliError(f"--config must be a JSON object, not {type(config).__name__}")
+    if thread is not None:
+        configurable = config.setdefault("configurable", {})
+        if not isinstance(configurable, dict):
+            raise CliError("--config's 'configurable' must be a JSON object to add --thread to")
+        configurable["thread_id"] = thread
+    return dict(config)
+
+
+def _accepts_config(fn: Any) -> bool:
+    """Whether ``fn`` (a target's invoke) takes a second positional argument, the config."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: let the call say
+        return True
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return True
+    named = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(kind in named for kind in kinds) >= 2
+
+
 def _describe(dbg: Debugger, target: Any) -> dict[str, Any]:
     try:
         description = dbg.describe(target)
@@ -217,9 +254,13 @@ def debug_session(
     stop_on_entry: bool = False,
     source: LineSource | None = None,
     db: str | None = None,
+    config: dict[str, Any] | None = None,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
+
+    :param config: passed to the target's ``invoke`` after the input (a LangGraph config:
+        ``{"configurable": {"thread_id": ...}}``).
 
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
@@ -233,6 +274,11 @@ def debug_session(
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
     fn = run_callable(target)
+    if config is not None and not _accepts_config(fn):
+        raise CliError(
+            f"{type(target).__name__}.{getattr(fn, '__name__', 'invoke')}() takes no config "
+            "after the input; run it without --config/--thread"
+        )
     name = description.get("name") or type(target).__name__
     session = Session(dbg, out, description=description, source=source)
     stopping = bool(dbg.breakpoints) or stop_on_entry
@@ -241,17 +287,33 @@ def debug_session(
         f"running {name!r} ({count} node{'s' if count != 1 else ''})"
         + ("" if stopping else "; no breakpoints, so it runs to the end (see -b, --stop-on-entry)")
     )
-    handle = dbg.start(fn, value)
+    handle = dbg.start(fn, value) if config is None else dbg.start(fn, value, config)
     try:
         outcome = session.run()
     except KeyboardInterrupt:  # outside the prompt and the waits, which handle it themselves
         out.line("interrupted: terminating the run")
         dbg.terminate()
         outcome = Outcome.QUIT
-    return _report(dbg, handle, outcome, out, db)
+    return _report(dbg, handle, outcome, out, db, config=config)
 
 
-def _report(dbg: Debugger, handle: RunHandle, outcome: Outcome, out: Out, db: str | None) -> int:
+def _status(handle: RunHandle) -> str | None:
+    """The status of the run ``handle`` started, if it is still in memory."""
+    try:
+        return str(handle.log.run.status)
+    except LookupError:
+        return None
+
+
+def _report(
+    dbg: Debugger,
+    handle: RunHandle,
+    outcome: Outcome,
+    out: Out,
+    db: str | None,
+    *,
+    config: dict[str, Any] | None = None,
+) -> int:
     try:
         exc = handle.exception(timeout=30)
     except TimeoutError:
@@ -260,13 +322,22 @@ def _report(dbg: Debugger, handle: RunHandle, outcome: Outcome, out: Out, db: st
     out.line("")
     failure: str | None = None
     if exc is None:
-        out.line("run completed; result:", style="bold")
+        if _status(handle) == "suspended":
+            out.line(
+                "run suspended: it waits for the framework's resume (e.g. LangGraph's "
+                "Command(resume=...)); result so far:",
+                style="bold",
+            )
+        else:
+            out.line("run completed; result:", style="bold")
         out.block(json.dumps(jsonable(handle.result()), indent=2, ensure_ascii=False), "  ")
     elif isinstance(exc, Terminated):
         out.line("run terminated" + (" (quit)" if outcome is Outcome.QUIT else ""), style="bold")
     else:
         out.line(f"run failed: {type(exc).__name__}: {exc}", style="bold red")
         failure = f"the run failed: {type(exc).__name__}: {exc}"
+        if config is None and "thread_id" in str(exc):  # a LangGraph graph with a checkpointer
+            failure += " (give the run a checkpointer thread with --thread ID)"
     run_id = handle.run_id
     if run_id is not None:
         try:
@@ -317,6 +388,17 @@ def _make_debugger(*, stop_on_entry: bool, no_record: bool, db: str | None) -> D
     metavar="NODE[:after]",
     help="break before NODE (a glob), or after it with NODE:after; repeatable",
 )
+@click.option(
+    "--config",
+    "config_json",
+    metavar="JSON",
+    help="a config passed after the input (LangGraph: e.g. its configurable keys)",
+)
+@click.option(
+    "--thread",
+    metavar="ID",
+    help="LangGraph checkpointer thread: sets configurable.thread_id in the config",
+)
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
 @db_option
@@ -327,6 +409,8 @@ def run_command(
     target: str,
     input_json: str | None,
     input_file: Any,
+    config_json: str | None,
+    thread: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
     stop_on_entry: bool,
@@ -342,6 +426,7 @@ def run_command(
     from ._target import load_target
 
     value = _parse_input(input_json, input_file)
+    config = _parse_config(config_json, thread)
     out = Out()
     dbg = _make_debugger(stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
@@ -355,6 +440,7 @@ def run_command(
             break_on_exception=break_on_exception,
             stop_on_entry=stop_on_entry,
             db=db,
+            config=config,
         )
     finally:
         dbg.close()

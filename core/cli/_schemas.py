@@ -60,7 +60,14 @@ DEFS: dict[str, dict[str, Any]] = {
             "name": {"type": "string"},
             "framework": {"type": "string"},
             "status": {
-                "enum": ["running", "completed", "failed", "terminated", "interrupted"],
+                "enum": [
+                    "running",
+                    "completed",
+                    "failed",
+                    "terminated",
+                    "interrupted",
+                    "suspended",
+                ],
             },
             "parent_run_id": {"type": ["string", "null"]},
             "root_run_id": {"type": ["string", "null"]},

@@ -338,6 +338,12 @@ BAD_RUNS = [
         "-b takes NODE[:before|:after], not a condition ('beta if x =='); set a conditional ",
     ),
     (["graphs.py:app", "--input", "{x: 1}"], "--input is not valid JSON: Expecting property name"),
+    (["graphs.py:app", "--config", "{x"], "--config is not valid JSON: Expecting property name"),
+    (["graphs.py:app", "--config", '"a"'], "--config must be a JSON object, not str"),
+    (
+        ["graphs.py:app", "--thread", "t1"],
+        "CompiledGraph.invoke() takes no config after the input; run it without --config/--thread",
+    ),
     (["broken.py:app"], "cannot import 'broken.py': ModuleNotFoundError: No module named 'no_"),
     (["syntax.py:app"], "cannot import 'syntax.py': SyntaxError:"),
     (["missing.py:app"], "no file 'missing.py'; give TARGET as path/to/file.py:obj"),

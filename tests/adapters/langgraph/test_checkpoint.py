@@ -75,7 +75,7 @@ def test_interrupt_returns_the_same_payload_and_resumes_to_a_breakpoint(
     assert app.get_state(thread("t")).next == ("ask",)
 
     (log,) = dbg.runs
-    assert log.run.status == "completed"
+    assert log.run.status == "suspended"  # waiting for Command(resume=...): not done, no error
     assert [(s.node, s.status) for s in log.steps] == [("pre", "completed"), ("ask", "suspended")]
     assert log.errors == [] and log.all_errors == []
     assert "0 errors" in log.summary()
@@ -87,6 +87,7 @@ def test_interrupt_returns_the_same_payload_and_resumes_to_a_breakpoint(
     dbg.resume()
     assert run.result(T) == resumed
     second = dbg.runs[-1]
+    assert second.run.status == "completed"
     assert [(s.node, s.status) for s in second.steps] == [
         ("ask", "completed"),
         ("post", "completed"),
@@ -116,6 +117,7 @@ def test_an_interrupt_in_a_subgraph_fails_no_run(dbg: flowdbg.Debugger) -> None:
     assert log.all_errors == []
     status, error = child.run.status, child.run.error
     assert status != "failed", f"the subgraph run failed with {error and error.type}"
+    assert (log.run.status, child.run.status) == ("suspended", "suspended")
 
     assert app.invoke(Command(resume="ann"), thread("t")) == {"x": 2, "answer": "ann", "done": True}
 

@@ -193,3 +193,50 @@ def test_an_entrypoint_lists_its_tasks_and_breaks_on_them(
         "waits for a unit of that name" in out
     )
     assert "run completed" in out
+
+
+HITL = """\
+from typing import TypedDict
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+
+class State(TypedDict, total=False):
+    x: int
+    answer: str
+
+
+def ask(state):
+    return {"answer": interrupt("name?")}
+
+
+builder = StateGraph(State)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+builder.add_edge("ask", END)
+app = builder.compile(checkpointer=InMemorySaver())
+"""
+
+
+def test_a_checkpointed_graph_runs_on_a_thread_and_ends_suspended_at_an_interrupt(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "hitl_app.py").write_text(HITL, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    # without a thread LangGraph refuses the run; the error says how to give one
+    result = flowdbg("run", "hitl_app.py:app", "--input", '{"x": 1}', code=1)
+    assert "(give the run a checkpointer thread with --thread ID)" in result.stderr
+    out = flowdbg("run", "hitl_app.py:app", "--input", '{"x": 1}', "--thread", "t1").stdout
+    assert "run suspended: it waits for the framework's resume" in out
+    assert '"value": "name?"' in out
+    assert "LangGraph (langgraph) suspended: 1 step over 1 node" in out
+    listed = json.loads(flowdbg("runs", "ls", "--status", "suspended", "--json").stdout)
+    assert [run["status"] for run in listed["data"]["runs"]] == ["suspended"]
+    # --config takes the whole config; --thread adds its thread id to it
+    config = '{"configurable": {"thread_id": "t2"}, "tags": ["cli"]}'
+    out = flowdbg("run", "hitl_app.py:app", "--input", '{"x": 2}', "--config", config).stdout
+    assert "run suspended" in out
+    bad = flowdbg("run", "hitl_app.py:app", "--config", "[1]", code=1)
+    assert "error: --config must be a JSON object, not list" in bad.stderr

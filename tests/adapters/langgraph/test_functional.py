@@ -219,6 +219,7 @@ def test_an_interrupt_in_a_task_coexists_with_breakpoints(dbg: flowdbg.Debugger)
     config = lg.thread("review")
     first = review.invoke("deploy", config)
     assert first["__interrupt__"][0].value == "approve deploy?"
+    assert dbg.runs[-1].run.status == "suspended"
     assert [(s.node, s.status) for s in dbg.runs[-1].steps] == [
         ("review", "suspended"),
         ("ask", "suspended"),

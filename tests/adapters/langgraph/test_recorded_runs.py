@@ -123,7 +123,8 @@ def test_an_interrupted_step_is_recorded_as_suspended(tmp_path: Path) -> None:
         store = dbg.store
         assert store is not None
         first, second = sorted(store.list_runs(), key=lambda r: r.started_at)
-        assert (first.status, second.status) == ("completed", "completed")
+        assert (first.status, second.status) == ("suspended", "completed")
+        assert [r.run_id for r in store.list_runs(status=["suspended"])] == [first.run_id]
         pre, ask = store.get_steps(first.run_id)
         assert (pre.node, pre.status, pre.state) == ("pre", "completed", {"x": 2})
         assert (ask.node, ask.status, ask.output) == ("ask", "suspended", None)

@@ -94,6 +94,15 @@ class Adapter(abc.ABC):
         """
         return {"name": type(target).__name__, "nodes": [], "edges": []}
 
+    def resume_input(self, target: Any, value: Any) -> Any:
+        """The input that resumes a run of ``target`` suspended by the framework's own pause
+        (LangGraph: ``Command(resume=value)`` after an ``interrupt()``), for ``flowdbg run
+        --resume``.
+
+        :raises NotImplementedError: when the framework has no such resume (the default).
+        """
+        raise NotImplementedError(f"{self.name} runs cannot be resumed with a value")
+
     def unavailable_reason(self) -> str | None:
         """Why the adapter cannot be used here (its framework is missing), or ``None``."""
         for req in self.requires:

@@ -134,6 +134,11 @@ class LangGraphAdapter(Adapter):
     def matches(self, target: Any) -> bool:
         return _is_pregel(target)
 
+    def resume_input(self, target: Any, value: Any) -> Any:
+        from langgraph.types import Command
+
+        return Command(resume=value)
+
     def attach(self, target: Any, debugger: Debugger) -> None:
         with self._lock:
             # Check the whole tree first, so that a refused attach changes nothing.

@@ -195,6 +195,22 @@ def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any]
     return dict(config)
 
 
+def _resume_input(dbg: Debugger, target: Any, resume_json: str) -> Any:
+    """The input resuming a suspended run of ``target`` with the ``--resume`` value."""
+    try:
+        value = json.loads(resume_json)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"--resume is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+            """a string needs quotes: --resume '"yes"'"""
+        ) from None
+    adapter = dbg.adapter_for(target)
+    try:
+        return adapter.resume_input(target, value)
+    except NotImplementedError as exc:
+        raise CliError(f"--resume: {exc}") from None
+
+
 def _accepts_config(fn: Any) -> bool:
     """Whether ``fn`` (a target's invoke) takes a second positional argument, the config."""
     try:
@@ -399,6 +415,13 @@ def _make_debugger(*, stop_on_entry: bool, no_record: bool, db: str | None) -> D
     metavar="ID",
     help="LangGraph checkpointer thread: sets configurable.thread_id in the config",
 )
+@click.option(
+    "--resume",
+    "resume_json",
+    metavar="JSON",
+    help="resume a suspended run with this value (LangGraph: Command(resume=VALUE)); "
+    "with --thread, instead of --input",
+)
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
 @db_option
@@ -411,6 +434,7 @@ def run_command(
     input_file: Any,
     config_json: str | None,
     thread: str | None,
+    resume_json: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
     stop_on_entry: bool,
@@ -425,12 +449,16 @@ def run_command(
     """
     from ._target import load_target
 
+    if resume_json is not None and (input_json is not None or input_file is not None):
+        raise click.UsageError("give --resume or --input/--input-file, not both")
     value = _parse_input(input_json, input_file)
     config = _parse_config(config_json, thread)
     out = Out()
     dbg = _make_debugger(stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
         obj = load_target(target, dbg)
+        if resume_json is not None:
+            value = _resume_input(dbg, obj, resume_json)
         code = debug_session(
             dbg,
             obj,

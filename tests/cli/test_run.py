@@ -340,6 +340,7 @@ BAD_RUNS = [
     (["graphs.py:app", "--input", "{x: 1}"], "--input is not valid JSON: Expecting property name"),
     (["graphs.py:app", "--config", "{x"], "--config is not valid JSON: Expecting property name"),
     (["graphs.py:app", "--config", '"a"'], "--config must be a JSON object, not str"),
+    (["graphs.py:app", "--resume", "1"], "--resume: stategraph runs cannot be resumed with a val"),
     (
         ["graphs.py:app", "--thread", "t1"],
         "CompiledGraph.invoke() takes no config after the input; run it without --config/--thread",

@@ -240,3 +240,45 @@ def test_a_checkpointed_graph_runs_on_a_thread_and_ends_suspended_at_an_interrup
     assert "run suspended" in out
     bad = flowdbg("run", "hitl_app.py:app", "--config", "[1]", code=1)
     assert "error: --config must be a JSON object, not list" in bad.stderr
+
+
+def test_resume_goes_on_from_the_interrupt_under_breakpoints(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph-checkpoint-sqlite")
+    persistent = HITL.replace(
+        "from langgraph.checkpoint.memory import InMemorySaver",
+        "import sqlite3\n\nfrom langgraph.checkpoint.sqlite import SqliteSaver",
+    ).replace(
+        "checkpointer=InMemorySaver()",
+        'checkpointer=SqliteSaver(sqlite3.connect("checkpoints.db", check_same_thread=False))',
+    )
+    (tmp_path / "hitl_sql.py").write_text(persistent, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = flowdbg("run", "hitl_sql.py:app", "--input", '{"x": 1}', "--thread", "t1").stdout
+    assert "run suspended" in out
+    out = flowdbg(
+        "run",
+        "hitl_sql.py:app",
+        "--thread",
+        "t1",
+        "--resume",
+        '"bob"',
+        "-b",
+        "ask:after",
+        input="p answer\nc\n",
+    ).stdout
+    in_order(
+        out,
+        [
+            "stop-1: breakpoint [bp-1] at after node 'ask'",
+            "(flowdbg) p answer",
+            "'bob'",
+            "run completed; result:",
+            '"answer": "bob"',
+        ],
+    )
+    usage = flowdbg("run", "hitl_sql.py:app", "--resume", '"x"', "--input", "{}", code=2)
+    assert "give --resume or --input/--input-file, not both" in usage.output
+    bad = flowdbg("run", "hitl_sql.py:app", "--thread", "t1", "--resume", "bob", code=1)
+    assert "error: --resume is not valid JSON" in bad.stderr

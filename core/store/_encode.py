@@ -58,6 +58,7 @@ __all__ = [
     "compile_redact",
     "compress",
     "encode_value",
+    "flat_column",
     "parse_blob",
     "to_json",
     "top_level",
@@ -353,6 +354,35 @@ def encode_value(
 # --------------------------------------------------------------------------------------------
 # Blobs
 # --------------------------------------------------------------------------------------------
+
+
+#: most keys a dict may have for :func:`flat_column`
+_FLAT_KEYS = 8
+
+
+def flat_column(encoder: Encoder, value: Any) -> str | None:
+    """The column text of a small dict of plain scalars, made in one step; ``None`` for any
+    other value, which goes the general way (:meth:`Encoder.encode`, then
+    :meth:`Packer.column`) to a column that reads back the same.
+
+    Small updates and states (a counter, a flag, a short string) are most of what a run of
+    small nodes records, and the general way walks such a dict twice in Python.
+    """
+    if type(value) is not dict or len(value) > _FLAT_KEYS:
+        return None
+    redact = encoder._redact
+    for key, item in value.items():
+        kind = type(item)
+        if type(key) is not str or not (
+            kind is int or kind is str or kind is float or kind is bool or item is None
+        ):
+            return None
+        if redact is not None and item is not None and encoder._is_secret(key):
+            return None
+    text = to_json(value)
+    if len(text) > INLINE_MAX:
+        return None  # long: stored as a blob, the general way
+    return "[" + text + "]"
 
 
 def _key_of(data: bytes) -> str:

@@ -34,6 +34,7 @@ from flowdbg.store._encode import (
     child_keys,
     compile_redact,
     compress,
+    flat_column,
     parse_blob,
     to_json,
     top_level,
@@ -531,6 +532,9 @@ class SQLiteStore(Store):
     ) -> tuple[str | None, bool]:
         if value is None:
             return None, False
+        column = flat_column(encoder, value)
+        if column is not None:
+            return column, False
         plain, partial = encoder.encode(value)
         if partial:
             self._warn(encoder.failures, where)

@@ -20,10 +20,12 @@ from flowdbg.store import DEFAULT_REDACT, REDACTED, encode_value
 from flowdbg.store._encode import (
     FANOUT,
     INLINE_MAX,
+    Encoder,
     Packer,
     build,
     child_keys,
     compress,
+    flat_column,
     parse_blob,
 )
 
@@ -289,6 +291,43 @@ def test_small_values_are_inline_and_big_ones_are_blobs() -> None:
     assert packer.column(None) is None
     column = packer.column("x" * (INLINE_MAX + 1))
     assert column is not None and column.startswith('"') and len(packer.blobs) == 1
+
+
+FLAT = [
+    {},
+    {"x": 1},
+    {"count": 3, "done": True, "note": None, "ratio": 0.5, "name": "ann"},
+    {"text": "é\u2603 quote\" back\\slash"},
+    {"inf": float("inf"), "neg": -0.0, "big": 10**20},
+    {"token": None},  # a secret key with nothing in it
+]
+NOT_FLAT = [
+    {"api_key": "sk-123"},  # redacted: the general way
+    {"password": "hunter2", "x": 1},
+    {"x": [1, 2]},  # a container inside
+    {"when": datetime.date(2024, 1, 1)},
+    {1: "int key"},
+    {f"k{i}": i for i in range(20)},  # many keys
+    {"long": "y" * INLINE_MAX},  # too long to be inline
+    OrderedDict(x=1),  # not a plain dict
+    Level.LOW,
+    [1, 2, 3],
+    "text",
+]
+
+
+@pytest.mark.parametrize("value", FLAT + NOT_FLAT)
+def test_the_flat_fast_path_reads_back_like_the_general_way(value: Any) -> None:
+    encoder = Encoder(DEFAULT_REDACT)
+    fast = flat_column(encoder, value)
+    plain, partial = Encoder(DEFAULT_REDACT).encode(value)
+    general = Packer().column(plain)
+    if any(value is flat for flat in FLAT):
+        assert fast is not None and fast == general
+        assert json.loads(fast) == [json.loads(json.dumps(value))]
+    else:
+        assert fast is None  # left to the general way (redaction, nesting, other types)
+    assert not partial
 
 
 def test_equal_values_pack_to_equal_entries() -> None:

@@ -297,7 +297,7 @@ FLAT = [
     {},
     {"x": 1},
     {"count": 3, "done": True, "note": None, "ratio": 0.5, "name": "ann"},
-    {"text": "é\u2603 quote\" back\\slash"},
+    {"text": 'é\u2603 quote" back\\slash'},
     {"inf": float("inf"), "neg": -0.0, "big": 10**20},
     {"token": None},  # a secret key with nothing in it
 ]

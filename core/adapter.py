@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import importlib.metadata
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -94,12 +95,21 @@ class Adapter(abc.ABC):
         """
         return {"name": type(target).__name__, "nodes": [], "edges": []}
 
-    def resume_input(self, target: Any, value: Any) -> Any:
+    def run_method(self, target: Any) -> Callable[..., Any] | None:
+        """The method ``flowdbg run`` calls with the input (and a config, if given); ``None``
+        (the default) lets it take ``invoke``, else ``ainvoke``, else ``run``. An adapter
+        returns ``ainvoke`` for a target that only runs under it (async-only nodes)."""
+        return None
+
+    def resume_input(self, target: Any, value: Any, config: Any = None) -> Any:
         """The input that resumes a run of ``target`` suspended by the framework's own pause
         (LangGraph: ``Command(resume=value)`` after an ``interrupt()``), for ``flowdbg run
         --resume``.
 
+        :param config: the config the run gets (``--config``/``--thread``), to check that
+            there is a paused run to resume.
         :raises NotImplementedError: when the framework has no such resume (the default).
+        :raises ValueError: when there is nothing to resume (said in the message).
         """
         raise NotImplementedError(f"{self.name} runs cannot be resumed with a value")
 

@@ -763,15 +763,39 @@ def _find_scope(scope: RunScope, run_id: str) -> RunScope | None:
 
 
 def run_log(scope: RunScope) -> RunLog:
-    """Build the :class:`~flowdbg.runlog.RunLog` of a run from what it has done so far."""
+    """Build the :class:`~flowdbg.runlog.RunLog` of a run from what it has done so far: its
+    finished units, and those still running that a stop or a finished call is inside of."""
     from flowdbg.runlog import RunLog
 
-    units = sorted(scope.units, key=lambda u: u.step)
+    units = list(scope.units)
+    if not scope.info.ended_at:
+        units.extend(_running_units(scope, units))
+    units.sort(key=lambda u: u.step)
     return RunLog.from_records(
         run_record(scope),
         [step_record(u) for u in units],
         [run_log(child) for child in scope.children],
     )
+
+
+def _running_units(scope: RunScope, finished: list[Unit]) -> list[Unit]:
+    """The units of a running run that have not finished but show in its log: those held at a
+    stop, and the units enclosing them or a finished call (a node running its tool calls)."""
+    seen = {id(unit) for unit in finished}
+    running: list[Unit] = []
+
+    def add(unit: Unit | None) -> None:
+        while unit is not None and unit.run.info is scope.info and id(unit) not in seen:
+            seen.add(id(unit))
+            running.append(unit)
+            unit = unit.run.parent_unit if unit.run.is_frame else None
+
+    for stop in scope.ctl.stops:
+        add(stop._unit)
+    for unit in finished:
+        if unit.run.is_frame:
+            add(unit.run.parent_unit)
+    return running
 
 
 def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:

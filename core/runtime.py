@@ -389,7 +389,7 @@ class Unit:
         ctl = self.run.ctl
         if not ctl.quiet:
             try:
-                ctl.point(self, _ERROR, state, None, None, exc, None)
+                ctl.point(self, _ERROR, state, self.record_value("input"), None, exc, None)
             except BaseException as other:
                 self._finish("failed", other, ended)
                 raise
@@ -465,7 +465,7 @@ class Unit:
         ctl = self.run.ctl
         if not ctl.quiet:
             try:
-                await ctl.apoint(self, _ERROR, state, None, None, exc, None)
+                await ctl.apoint(self, _ERROR, state, self.record_value("input"), None, exc, None)
             except BaseException as other:
                 self._finish("failed", other, ended)
                 raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
 
 __all__ = ["LangGraphAdapter"]
+
+log = logging.getLogger("flowdbg.adapters.langgraph")
 
 
 #: the ``node`` and ``flat_writers`` cached properties of ``PregelNode`` that attach fills
@@ -76,6 +79,20 @@ def _nodes(graph: Any) -> list[tuple[str, Any]]:
     return [(name, node) for name, node in graph.nodes.items() if name != "__start__"]
 
 
+def _async_only(graph: Any, seen: set[int]) -> bool:
+    """Whether a node of ``graph`` (or of a subgraph) has only an async function."""
+    if id(graph) in seen:
+        return False
+    seen.add(id(graph))
+    for _, node in _nodes(graph):
+        bound = getattr(node, "bound", None)
+        if getattr(bound, "afunc", None) is not None and getattr(bound, "func", True) is None:
+            return True
+        if any(_async_only(sub, seen) for sub in _subgraphs(node)):
+            return True
+    return False
+
+
 def _subgraphs(node: Any) -> list[Any]:
     return [sub for sub in getattr(node, "subgraphs", None) or () if _is_pregel(sub)]
 
@@ -134,9 +151,33 @@ class LangGraphAdapter(Adapter):
     def matches(self, target: Any) -> bool:
         return _is_pregel(target)
 
-    def resume_input(self, target: Any, value: Any) -> Any:
+    def run_method(self, target: Any) -> Any:
+        # invoke() refuses a graph with an async-only node ("No synchronous function
+        # provided"): such a graph runs under ainvoke
+        return target.ainvoke if _async_only(target, set()) else target.invoke
+
+    def resume_input(self, target: Any, value: Any, config: Any = None) -> Any:
         from langgraph.types import Command
 
+        configurable = (config or {}).get("configurable") or {}
+        if not configurable.get("thread_id"):
+            raise ValueError(
+                "it needs the checkpointer thread of the suspended run: give it with --thread ID"
+            )
+        if getattr(target, "checkpointer", None) is None:
+            raise ValueError(
+                f"graph {_name(target)!r} has no checkpointer, so it keeps no suspended run to "
+                "resume"
+            )
+        try:
+            snapshot = target.get_state(config)
+        except Exception as exc:  # e.g. an async-only checkpointer under the sync get_state
+            log.debug("could not read the thread's state before --resume: %s", exc)
+            return Command(resume=value)
+        if not snapshot.next and not getattr(snapshot, "interrupts", ()):
+            thread = configurable["thread_id"]
+            why = "its last run completed" if snapshot.values else "it has no checkpoint yet"
+            raise ValueError(f"thread {thread!r} has no suspended run to resume ({why})")
         return Command(resume=value)
 
     def attach(self, target: Any, debugger: Debugger) -> None:

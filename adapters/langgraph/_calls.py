@@ -345,11 +345,23 @@ def _where(metadata: dict[str, Any]) -> dict[str, Any]:
     return {"superstep": metadata.get("langgraph_step")}
 
 
+def _task_key(metadata: dict[str, Any]) -> Any:
+    """What identifies one @task call across its retries: its checkpoint namespace (the task
+    name and its id, which LangGraph derives from the call, so a retry has the same)."""
+    return metadata.get("langgraph_checkpoint_ns")
+
+
 class _Tasks:
     """Chain events, for the @task calls of an @entrypoint (its runs only: for other graphs
     LangChain skips chain events for flowdbg's handler, which keeps their runs cheaper)."""
 
     tasks = True
+
+    def __init__(self, debugger: Debugger) -> None:
+        super().__init__(debugger)  # type: ignore[call-arg]
+        #: task call -> attempts that failed; open unit's run id -> its task call
+        self._failed_tasks: dict[Any, int] = {}
+        self._task_keys: dict[UUID, Any] = {}
 
     @property
     def ignore_chain(self) -> bool:
@@ -360,7 +372,27 @@ class _Tasks:
     ) -> Unit | None:
         if not _is_task_call(name, metadata) or parent_run_id in self._open:
             return None  # not a task, or a chain the task itself runs
-        return self._unit(run_id, str(name), "node", **_where(metadata))
+        # a retry (retry_policy) runs the task's runnable again: count the failed attempts
+        key = _task_key(metadata)
+        with self._lock:
+            attempt = self._failed_tasks.get(key, 0) + 1
+        unit: Unit | None = self._unit(
+            run_id, str(name), "node", attempt=attempt, **_where(metadata)
+        )
+        if unit is not None:
+            with self._lock:
+                self._task_keys[run_id] = key
+        return unit
+
+    def _task_done(self: Any, run_id: UUID, failed: bool) -> None:
+        with self._lock:
+            key = self._task_keys.pop(run_id, None)
+            if failed:
+                if len(self._failed_tasks) > 4096:  # tasks that failed for good
+                    self._failed_tasks.clear()
+                self._failed_tasks[key] = self._failed_tasks.get(key, 0) + 1
+            else:
+                self._failed_tasks.pop(key, None)
 
 
 class TaskCallHandler(_Tasks, CallHandler):
@@ -385,6 +417,7 @@ class TaskCallHandler(_Tasks, CallHandler):
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            self._task_done(run_id, failed=False)
             unit.after(output=outputs, state=unit.state_before)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -392,8 +425,10 @@ class TaskCallHandler(_Tasks, CallHandler):
         if unit is None:
             return
         if isinstance(error, GraphBubbleUp):  # interrupt() in the task: it runs again later
+            self._task_done(run_id, failed=False)
             unit.discard(error, status="suspended")
         else:
+            self._task_done(run_id, failed=True)
             unit.error(error, state=unit.state_before)
 
 
@@ -418,6 +453,7 @@ class AsyncTaskCallHandler(_Tasks, AsyncCallHandler):
     async def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            self._task_done(run_id, failed=False)
             await unit.aafter(output=outputs, state=unit.state_before)
 
     async def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -425,8 +461,10 @@ class AsyncTaskCallHandler(_Tasks, AsyncCallHandler):
         if unit is None:
             return
         if isinstance(error, GraphBubbleUp):
+            self._task_done(run_id, failed=False)
             unit.discard(error, status="suspended")
         else:
+            self._task_done(run_id, failed=True)
             await unit.aerror(error, state=unit.state_before)
 
 

@@ -31,7 +31,8 @@ def _tasks(node: Any) -> list[str]:
     """The names of the @task functions an @entrypoint's function refers to by name (in its
     code, globals and closure). A static look: a task reached some other way (passed in, or
     called by a helper) runs as a unit all the same, but is not listed."""
-    func = getattr(getattr(node, "bound", None), "func", None)
+    bound = getattr(node, "bound", None)
+    func = getattr(bound, "func", None) or getattr(bound, "afunc", None)
     code = getattr(func, "__code__", None)
     if code is None:
         return []

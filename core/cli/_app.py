@@ -195,7 +195,9 @@ def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any]
     return dict(config)
 
 
-def _resume_input(dbg: Debugger, target: Any, resume_json: str) -> Any:
+def _resume_input(
+    dbg: Debugger, target: Any, resume_json: str, config: dict[str, Any] | None
+) -> Any:
     """The input resuming a suspended run of ``target`` with the ``--resume`` value."""
     try:
         value = json.loads(resume_json)
@@ -206,8 +208,8 @@ def _resume_input(dbg: Debugger, target: Any, resume_json: str) -> Any:
         ) from None
     adapter = dbg.adapter_for(target)
     try:
-        return adapter.resume_input(target, value)
-    except NotImplementedError as exc:
+        return adapter.resume_input(target, value, config)
+    except (NotImplementedError, ValueError) as exc:
         raise CliError(f"--resume: {exc}") from None
 
 
@@ -289,7 +291,7 @@ def debug_session(
     _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
-    fn = run_callable(target)
+    fn = dbg.adapter_for(target).run_method(target) or run_callable(target)
     if config is not None and not _accepts_config(fn):
         raise CliError(
             f"{type(target).__name__}.{getattr(fn, '__name__', 'invoke')}() takes no config "
@@ -458,7 +460,7 @@ def run_command(
     try:
         obj = load_target(target, dbg)
         if resume_json is not None:
-            value = _resume_input(dbg, obj, resume_json)
+            value = _resume_input(dbg, obj, resume_json, config)
         code = debug_session(
             dbg,
             obj,

@@ -293,8 +293,9 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def get_state(self, run_id: str, step: int | None = None) -> Any:
-        """The state after a step: the one recorded at the latest step at or before it (a call
-        inside a unit records none: its unit commits the state).
+        """The state after a step: the one recorded at the latest step at or before it. A call
+        inside a unit (a tool or model call, an @task) records none, since its unit commits the
+        state: at its step the state is the one that unit started from.
 
         :param run_id: the run's id or a unique prefix.
         :param step: a step number; ``None`` for the latest state.

@@ -909,10 +909,41 @@ class SQLiteStore(Store):
         sql = "SELECT step, state_ref FROM steps WHERE run_id = ? AND state_ref IS NOT NULL"
         params: list[Any] = [rid]
         if step is not None:
+            enclosing = self._enclosing_unit(conn, rid, step)
+            if enclosing is not None:
+                # a call inside a unit (a tool, a model, an @task) sees the state that unit
+                # started from: the state after the steps before it, or the run's input
+                row = conn.execute(
+                    sql + " AND step < ? ORDER BY step DESC LIMIT 1", (rid, enclosing)
+                ).fetchone()
+                if row is not None:
+                    return row[0], row[1]
+                (input_ref,) = conn.execute(
+                    "SELECT input_ref FROM runs WHERE id = ?", (rid,)
+                ).fetchone()
+                return None if input_ref is None else (0, input_ref)
             sql += " AND step <= ?"
             params.append(step)
         row = conn.execute(sql + " ORDER BY step DESC LIMIT 1", params).fetchone()
         return None if row is None else (row[0], row[1])
+
+    @staticmethod
+    def _enclosing_unit(conn: sqlite3.Connection, rid: str, step: int) -> int | None:
+        """The step of the run's own unit that ``step`` runs inside (a call it makes), or
+        ``None`` when ``step`` is one of the run's own units."""
+        found = conn.execute(
+            "SELECT s.path, r.path FROM steps s JOIN runs r ON r.id = s.run_id "
+            "WHERE s.run_id = ? AND s.step = ?",
+            (rid, step),
+        ).fetchone()
+        if found is None or found[0] == found[1]:
+            return None
+        (enclosing,) = conn.execute(
+            "SELECT step FROM steps WHERE run_id = ? AND step < ? AND path = ? "
+            "ORDER BY step DESC LIMIT 1",
+            (rid, step, found[1]),
+        ).fetchone() or (None,)
+        return enclosing
 
     def get_state(self, run_id: str, step: int | None = None) -> Any:
         """See :meth:`Store.get_state`."""

@@ -50,6 +50,7 @@ class AbstractExceptionTests(SuiteBase):
         assert isinstance(stop.exception, ValueError)
         assert str(stop.exception) == _BOOM
         assert dbg.inspect("x") == 2
+        assert dbg.inspect("x", source="input") == 2  # what the failing unit was given
         data = json.loads(json.dumps(stop.to_dict()))
         assert data["reason"] == "exception"
         assert data["error"]["type"] == "ValueError"

@@ -86,8 +86,8 @@ class AbstractToolTests(SuiteBase):
         self, dbg: flowdbg.Debugger
     ) -> None:
         # A call inside a unit changes nothing in the run's state by itself (its unit commits
-        # what it returns): the state recorded at a call's step is the state after the latest
-        # unit before it, so the state only moves forward, and no key is "written" by a call.
+        # what it returns): at a call's step the state is the one its unit started from, and
+        # no key is "written" by a call.
         scn = self.scenario("tools")
         run = self.launch(dbg, scn)
         assert self.finish(run, scn) == dict(EXPECTED["tools"])
@@ -99,10 +99,14 @@ class AbstractToolTests(SuiteBase):
         calls = [s.step for s in steps if s.kind in ("tool", "llm")]
         units = [s.step for s in steps if s.kind not in ("tool", "llm")]
         assert calls, "the tools scenario recorded no tool calls"
+        run_input = store.get_run(run_id).input  # the state before the first unit
         for step in calls:
-            before = max(n for n in units if n < step)
-            assert store.get_state(run_id, step=step) == store.get_state(run_id, step=before), (
-                f"the state recorded at call step {step} is not the state after step {before}"
+            enclosing = max(n for n in units if n < step)
+            earlier = [n for n in units if n < enclosing]
+            started_from = store.get_state(run_id, step=max(earlier)) if earlier else run_input
+            assert store.get_state(run_id, step=step) == started_from, (
+                f"the state at call step {step} is not the one its unit (step {enclosing}) "
+                "started from"
             )
         final = store.get_state(run_id)
         assert {key: final.get(key) for key in EXPECTED["tools"]} == dict(EXPECTED["tools"])
@@ -111,6 +115,21 @@ class AbstractToolTests(SuiteBase):
         assert writers["found"] == writers["ran"] == (units[0], "agent"), writers
         assert writers["finished"][1] == "done"
         assert all(step in units for step, _ in writers.values()), (writers, nodes)
+
+    def test_the_log_at_a_call_stop_shows_the_unit_making_it_as_running(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("shell")
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        rows = {(s.node, s.status) for s in run.log.steps}
+        assert ("agent", "running") in rows and ("shell", "running") in rows
+        assert ("search", "completed") in rows
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+        assert {s.status for s in run.log.steps} == {"completed"}
 
     def test_step_into_walks_the_calls(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("tools")

@@ -282,3 +282,78 @@ def test_resume_goes_on_from_the_interrupt_under_breakpoints(
     assert "give --resume or --input/--input-file, not both" in usage.output
     bad = flowdbg("run", "hitl_sql.py:app", "--thread", "t1", "--resume", "bob", code=1)
     assert "error: --resume is not valid JSON" in bad.stderr
+
+
+ASYNC_APP = """\
+from typing import TypedDict
+
+from langgraph.func import entrypoint, task
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    x: int
+
+
+async def inc(state):
+    return {"x": state["x"] + 1}
+
+
+builder = StateGraph(State)
+builder.add_node("inc", inc)
+builder.add_edge(START, "inc")
+builder.add_edge("inc", END)
+app = builder.compile()
+
+
+@task
+async def triple(x: int) -> int:
+    return x * 3
+
+
+@entrypoint()
+async def flow(x: int) -> int:
+    return await triple(x)
+"""
+
+
+def test_graphs_with_async_only_nodes_run_under_ainvoke(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "async_app.py").write_text(ASYNC_APP, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = flowdbg("run", "async_app.py:app", "--input", '{"x": 1}', "-b", "inc", input="p x\nc\n")
+    in_order(out.stdout, ["stop-1: breakpoint [bp-1] at before node 'inc'", "(flowdbg) p x", "1"])
+    in_order(out.stdout, ["run completed; result:", '"x": 2'])
+    assert "flow  (tasks: triple)" in flowdbg("graph", "inspect", "async_app.py:flow").stdout
+    out = flowdbg("run", "async_app.py:flow", "--input", "2", "-b", "triple", input="c\n")
+    in_order(out.stdout, ["at before node 'flow/triple'", "run completed; result:", "6"])
+
+
+def test_resume_refuses_a_thread_with_nothing_to_resume(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph-checkpoint-sqlite")
+    persistent = HITL.replace(
+        "from langgraph.checkpoint.memory import InMemorySaver",
+        "import sqlite3\n\nfrom langgraph.checkpoint.sqlite import SqliteSaver",
+    ).replace(
+        "checkpointer=InMemorySaver()",
+        'checkpointer=SqliteSaver(sqlite3.connect("checkpoints.db", check_same_thread=False))',
+    )
+    (tmp_path / "hitl_sql.py").write_text(persistent, encoding="utf-8")
+    (tmp_path / "async_app.py").write_text(ASYNC_APP, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        (["hitl_sql.py:app"], "needs the checkpointer thread of the suspended run: give it"),
+        (["hitl_sql.py:app", "--thread", "new"], "thread 'new' has no suspended run to resume"),
+        (["async_app.py:app", "--thread", "t"], "graph 'LangGraph' has no checkpointer"),
+    ]
+    for args, message in cases:
+        result = flowdbg("run", *args, "--resume", '"x"', code=1)
+        assert "error: --resume: " in result.stderr and message in result.stderr, result.stderr
+    on_t = ("run", "hitl_sql.py:app", "--thread", "t")
+    assert "run suspended" in flowdbg(*on_t, "--input", "{}").stdout
+    assert "run completed" in flowdbg(*on_t, "--resume", '"a"').stdout
+    done = flowdbg("run", "hitl_sql.py:app", "--thread", "t", "--resume", '"b"', code=1)
+    assert "thread 't' has no suspended run to resume (its last run completed)" in done.stderr

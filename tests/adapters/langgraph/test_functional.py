@@ -258,5 +258,55 @@ def test_task_calls_are_recorded_nested_in_the_entrypoint(tmp_path: Path) -> Non
         # tasks commit nothing to the run's state; the entrypoint's return value is its state
         assert [s.state is None for s in steps] == [False, True, True, True, True]
         assert dbg.store.get_state(run.run_id or "") == {"__end__": 26}
+        # inside the entrypoint, a task's step sees the state the entrypoint started from
+        assert [dbg.store.get_state(run.run_id or "", step=n) for n in (2, 5)] == [3, 3]
+        assert dbg.store.get_state(run.run_id or "", step=1) == {"__end__": 26}
     finally:
         dbg.close()
+
+
+def test_a_retried_task_counts_its_attempts(dbg: flowdbg.Debugger) -> None:
+    from langgraph.types import RetryPolicy
+
+    calls: list[int] = []
+
+    @task(retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False))
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) < 3:
+            raise ConnectionError(f"attempt {len(calls)} failed")
+        return x + 100
+
+    @entrypoint()
+    def retrying(x: int) -> int:
+        return flaky(x).result()
+
+    dbg.attach(retrying)
+    run = dbg.start(retrying.invoke, 1)
+    assert run.result(T) == 101
+    rows = [(s.node, s.attempt, s.status) for s in run.log.steps if s.node == "flaky"]
+    assert rows == [("flaky", 1, "failed"), ("flaky", 2, "failed"), ("flaky", 3, "completed")]
+    # a new run's call starts again at attempt 1
+    calls.clear()
+    run = dbg.start(retrying.invoke, 2)
+    assert run.result(T) == 102
+    assert [s.attempt for s in run.log.steps if s.node == "flaky"] == [1, 2, 3]
+
+
+def test_the_log_at_a_task_stop_shows_the_running_entrypoint(dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(workflow())
+    dbg.break_before("add")
+    run = dbg.start(app.invoke, 3)
+    assert dbg.wait_for_stop(T) is not None
+    rows = [(s.node, s.status) for s in run.log.steps]
+    assert rows == [
+        ("flow", "running"),
+        ("double", "completed"),
+        ("double", "completed"),
+        ("double", "completed"),
+        ("add", "running"),  # held at its before stop
+    ]
+    assert "flow" in str(run.log).splitlines()[3]
+    dbg.resume()
+    assert run.result(T) == 26
+    assert [s.status for s in run.log.steps] == ["completed"] * 5

@@ -200,6 +200,8 @@ class RunInfo:
     input: Any = None
     output: Any = None
     error: BaseException | None = None
+    #: labels an adapter gives the run (LangGraph: its checkpointer ``thread_id``), recorded
+    tags: dict[str, str] = field(default_factory=dict)
 
     @property
     def duration(self) -> float | None:
@@ -223,6 +225,7 @@ class RunInfo:
             "input": _jsonable(to_plain(self.input)),
             "output": _jsonable(to_plain(self.output)),
             "error": None if self.error is None else ErrorInfo.from_exception(self.error).to_dict(),
+            "tags": dict(self.tags),
         }
 
 

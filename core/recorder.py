@@ -86,6 +86,7 @@ def run_record(scope: RunScope) -> RunRecord:
         error=None if info.error is None else ErrorInfo.from_exception(info.error),
         pid=os.getpid(),
         host=_HOST,
+        tags=dict(info.tags),
     )
 
 

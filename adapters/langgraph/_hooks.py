@@ -515,10 +515,14 @@ class GraphRun:
     """The flowdbg run of one graph invocation."""
 
     @staticmethod
-    def begin(graph: Any, info: GraphInfo, input: Any) -> RunScope:
+    def begin(graph: Any, info: GraphInfo, input: Any, config: Any) -> RunScope:
         name = str(getattr(graph, "name", None) or type(graph).__name__)
         scope = info.debugger.begin_run(framework="langgraph", name=name, input=input)
         scope.check_edit = _edit_checker(name, info.state_keys)
+        configurable = config.get("configurable") if isinstance(config, dict) else None
+        thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
+        if thread is not None and scope.parent_unit is None:  # the thread to resume it on
+            scope.info.tags["thread_id"] = str(thread)
         return scope
 
     @staticmethod
@@ -527,9 +531,10 @@ class GraphRun:
         info: GraphInfo,
         inner: Generator[Any, None, None],
         input: Any,
+        config: Any,
         kwargs: dict[str, Any],
     ) -> Iterator[Any]:
-        scope = GraphRun.begin(graph, info, input)
+        scope = GraphRun.begin(graph, info, input, config)
         latest = None
         track = _values_tracker(kwargs)
         set_run, reset_run = RUN.set, RUN.reset
@@ -563,9 +568,10 @@ class GraphRun:
         info: GraphInfo,
         inner: AsyncIterator[Any],
         input: Any,
+        config: Any,
         kwargs: dict[str, Any],
     ) -> AsyncIterator[Any]:
-        scope = GraphRun.begin(graph, info, input)
+        scope = GraphRun.begin(graph, info, input, config)
         latest = None
         track = _values_tracker(kwargs)
         try:
@@ -621,14 +627,14 @@ def debugged_class(base: type) -> type:
         if info is None:
             return base_stream(self, input, config, **kwargs)
         inner = base_stream(self, input, with_handler(config, info.calls), **kwargs)
-        return GraphRun.iterate(self, info, inner, input, kwargs)
+        return GraphRun.iterate(self, info, inner, input, config, kwargs)
 
     def astream(self: Any, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         info = graph_info(self)
         if info is None:
             return base_astream(self, input, config, **kwargs)
         inner = base_astream(self, input, with_handler(config, info.acalls), **kwargs)
-        return GraphRun.aiterate(self, info, inner, input, kwargs)
+        return GraphRun.aiterate(self, info, inner, input, config, kwargs)
 
     stream.__doc__ = base_stream.__doc__
     astream.__doc__ = base_astream.__doc__

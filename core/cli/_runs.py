@@ -193,6 +193,8 @@ def _run_header(out: Out, run: RunRecord) -> None:
     if run.parent_run_id:
         at = "" if run.parent_step is None else f" at step {run.parent_step}"
         head += f"  nested in {short_id(run.parent_run_id)}{at}"
+    if run.tags:
+        head += "  " + " ".join(f"{key}={value}" for key, value in sorted(run.tags.items()))
     out.line(head, style="bold")
 
 

@@ -234,6 +234,10 @@ def test_a_checkpointed_graph_runs_on_a_thread_and_ends_suspended_at_an_interrup
     assert "LangGraph (langgraph) suspended: 1 step over 1 node" in out
     listed = json.loads(flowdbg("runs", "ls", "--status", "suspended", "--json").stdout)
     assert [run["status"] for run in listed["data"]["runs"]] == ["suspended"]
+    (suspended,) = listed["data"]["runs"]
+    assert suspended["tags"] == {"thread_id": "t1"}  # the thread to --resume it on
+    shown = flowdbg("runs", "show", suspended["run_id"][:8]).stdout
+    assert "thread_id=t1" in shown.splitlines()[0]
     # --config takes the whole config; --thread adds its thread id to it
     config = '{"configurable": {"thread_id": "t2"}, "tags": ["cli"]}'
     out = flowdbg("run", "hitl_app.py:app", "--input", '{"x": 2}', "--config", config).stdout

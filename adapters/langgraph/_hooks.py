@@ -517,6 +517,8 @@ class GraphRun:
     @staticmethod
     def begin(graph: Any, info: GraphInfo, input: Any, config: Any) -> RunScope:
         name = str(getattr(graph, "name", None) or type(graph).__name__)
+        if name == "LangGraph" and info.calls.tasks:  # an @entrypoint LangGraph left unnamed:
+            name = next(iter(graph.nodes), name)  # its function's name says more
         scope = info.debugger.begin_run(framework="langgraph", name=name, input=input)
         scope.check_edit = _edit_checker(name, info.state_keys)
         configurable = config.get("configurable") if isinstance(config, dict) else None

@@ -297,7 +297,8 @@ def test_functional_api_entrypoint_is_a_unit(dbg: flowdbg.Debugger) -> None:
     dbg.set("", 10)  # the entrypoint's whole input
     dbg.resume()
     assert run.result(T) == 21
-    assert dbg.runs[-1].run.name == workflow.name  # LangGraph names the Pregel "LangGraph"
+    # LangGraph names an entrypoint's Pregel "LangGraph"; its run has the function's name
+    assert (workflow.name, dbg.runs[-1].run.name) == ("LangGraph", "workflow")
 
 
 @pytest.mark.skipif(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.errors import FlowdbgError
+from flowdbg.errors import EditRefused, FlowdbgError
 from flowdbg.events import ErrorInfo, Location, Position, _jsonable
 
 if TYPE_CHECKING:
@@ -101,6 +101,19 @@ class Stop:
 
     # -- editing --
 
+    def _editable_here(self) -> str | None:
+        """:attr:`editable`, or ``None`` where the adapter refuses every edit (a tool call
+        seen through callbacks, say): its check is tried on the payload as it is."""
+        which = self.editable
+        unit = self._unit
+        if which is None or unit is None or unit.run.check_edit is None:
+            return which
+        try:
+            unit.run.check_edit(unit, which, getattr(self, which))
+        except EditRefused:
+            return None
+        return which
+
     def _edit(self, apply: Any) -> None:
         """Apply ``apply(root) -> new_root`` to the editable payload (a private copy)."""
         which = self.editable
@@ -158,7 +171,7 @@ class Stop:
             "decision": _jsonable(to_plain(self.decision)),
             "message": self.message,
             "created_at": self.created_at,
-            "editable": self.editable,
+            "editable": self._editable_here(),
             "edited": self._edited,
         }
 

@@ -44,6 +44,12 @@ async def adouble(x: int) -> int:
     return x * 2
 
 
+def stop_editable(dbg: flowdbg.Debugger) -> Any:
+    stop = dbg.stop
+    assert stop is not None
+    return stop.to_dict()["editable"]
+
+
 def workflow() -> Any:
     """``double`` once, then twice in parallel, then ``add``: 3 -> 6 -> (12, 14) -> 26."""
 
@@ -120,6 +126,7 @@ def test_a_tasks_arguments_cannot_be_edited(dbg: flowdbg.Debugger) -> None:
     dbg.break_before("add")
     run = dbg.start(app.invoke, 1)  # 1 -> 2 -> (4, 6) -> 10
     assert dbg.wait_for_stop(T) is not None
+    assert stop_editable(dbg) is None  # to_dict says nothing can be edited here
     with pytest.raises(flowdbg.EditRefused, match=r"the arguments of @task 'add' cannot be"):
         dbg.set("a", 100)
     assert dbg.inspect("a", source="input") == 4

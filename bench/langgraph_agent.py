@@ -28,10 +28,10 @@ from typing import Any
 os.environ.setdefault("LANGSMITH_TRACING", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-import langgraph  # noqa: E402
-from langgraph_agent import build_agent  # noqa: E402
+import langgraph
+from langgraph_agent import build_agent
 
-import flowdbg  # noqa: E402
+import flowdbg
 
 INPUT = {"messages": [("user", "find me a flight to Lisbon and clean up")]}
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import itertools
-import operator
 import threading
-from typing import Annotated, Any, TypedDict
+from typing import Any, TypedDict
 
 import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
+import lg_helpers as lg
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -39,27 +39,6 @@ from flowdbg.testing import (
 
 #: Longest a slow node waits for release() before giving up on its own.
 SLOW_LIMIT = 10.0
-
-
-class Linear(TypedDict, total=False):
-    x: int
-    y: int
-
-
-class Loop(TypedDict, total=False):
-    count: int
-    finished: bool
-
-
-class Branch(TypedDict, total=False):
-    x: int
-    seen: bool
-    sign: str
-
-
-class Parallel(TypedDict, total=False):
-    items: Annotated[list[str], operator.add]
-    total: int
 
 
 class Inner(TypedDict, total=False):
@@ -103,53 +82,16 @@ class LangGraphFixtures(AdapterFixtures):
     fixed_state_keys = True  # a node's update can only write the state schema's channels
 
     def build_linear(self) -> Scenario:
-        g = StateGraph(Linear)
-        g.add_node("a", lambda s: {"x": s["x"] + 1})
-        g.add_node("b", lambda s: {"x": s["x"] * 10})
-        g.add_node("c", lambda s: {"y": s["x"] + 1})
-        g.add_edge(START, "a")
-        g.add_edge("a", "b")
-        g.add_edge("b", "c")
-        g.add_edge("c", END)
-        return _scenario(g.compile(name="linear"), {"x": 1})
+        return _scenario(lg.linear(), {"x": 1})
 
     def build_loop(self) -> Scenario:
-        g = StateGraph(Loop)
-        g.add_node("inc", lambda s: {"count": s["count"] + 1})
-        g.add_node("done", lambda s: {"finished": True})
-        g.add_edge(START, "inc")
-        g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < 5 else "done")
-        g.add_edge("done", END)
-        return _scenario(g.compile(name="loop"), {"count": 0})
+        return _scenario(lg.loop(), {"count": 0})
 
     def build_branch(self, positive: bool) -> Scenario:
-        g = StateGraph(Branch)
-        g.add_node("start", lambda s: {"seen": True})
-        g.add_node("pos", lambda s: {"sign": "+"})
-        g.add_node("neg", lambda s: {"sign": "-"})
-        g.add_edge(START, "start")
-        g.add_conditional_edges(
-            "start",
-            lambda s: "positive" if s["x"] > 0 else "negative",
-            {"positive": "pos", "negative": "neg"},
-        )
-        g.add_edge("pos", END)
-        g.add_edge("neg", END)
-        return _scenario(g.compile(name="branch"), {"x": 1 if positive else -1})
+        return _scenario(lg.branch(), {"x": 1 if positive else -1})
 
     def build_parallel(self) -> Scenario:
-        g = StateGraph(Parallel)
-        g.add_node("fan", lambda s: {})
-        g.add_node("p1", lambda s: {"items": ["p1"]})
-        g.add_node("p2", lambda s: {"items": ["p2"]})
-        g.add_node("join", lambda s: {"total": len(s["items"])})
-        g.add_edge(START, "fan")
-        g.add_edge("fan", "p1")
-        g.add_edge("fan", "p2")
-        g.add_edge("p1", "join")
-        g.add_edge("p2", "join")
-        g.add_edge("join", END)
-        return _scenario(g.compile(name="parallel"), {"items": []})
+        return _scenario(lg.parallel(), {"items": []})
 
     def build_nested(self) -> Scenario:
         inner = StateGraph(Inner)
@@ -170,10 +112,10 @@ class LangGraphFixtures(AdapterFixtures):
         return _scenario(g.compile(name="nested"), {"x": 1})
 
     def build_failing(self) -> Scenario:
-        def boom(s: Linear) -> Linear:
+        def boom(s: lg.Linear) -> lg.Linear:
             raise ValueError(f"boom at x={s['x']}")
 
-        g = StateGraph(Linear)
+        g = StateGraph(lg.Linear)
         g.add_node("a", lambda s: {"x": s["x"] + 1})
         g.add_node("boom", boom)
         g.add_edge(START, "a")

@@ -73,6 +73,10 @@ class StepRequest:
         return _same_branch(self.lineage, cand)
 
 
+class IdTaken(ValueError):
+    """A breakpoint's id is already in use (see :meth:`Controller.add_breakpoint`)."""
+
+
 def _same_branch(
     origin: tuple[tuple[str, int, str | None, int | None], ...],
     cand: tuple[tuple[str, int, str | None, int | None], ...],
@@ -175,12 +179,12 @@ class Controller:
     def add_breakpoint(self, bp: Breakpoint) -> Breakpoint:
         """Add ``bp``.
 
-        :raises ValueError: when its id is in use (another thread added a breakpoint with the
+        :raises IdTaken: when its id is in use (another thread added a breakpoint with the
             same next id first: take :meth:`next_breakpoint_id` again).
         """
         with self._lock:
             if any(b.id == bp.id for b in self._bps):
-                raise ValueError(f"breakpoint id {bp.id!r} is already in use")
+                raise IdTaken(f"breakpoint id {bp.id!r} is already in use")
             prefix, _, number = bp.id.partition("-")
             if prefix == "bp" and number.isdigit():  # new ids never repeat one in use
                 self._bp_next = max(self._bp_next, int(number) + 1)

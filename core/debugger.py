@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, AdapterInfo
 from flowdbg.breakpoints import Breakpoint, BreakpointType
-from flowdbg.controller import Controller
+from flowdbg.controller import Controller, IdTaken
 from flowdbg.errors import (
     AdapterError,
     AdapterNotFound,
@@ -342,7 +342,7 @@ class Debugger:
             bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
             try:
                 return self._ctl.add_breakpoint(bp)
-            except ValueError:  # another thread took this id first
+            except IdTaken:  # another thread took this id first
                 continue
 
     def break_before(
@@ -656,13 +656,7 @@ class Debugger:
             else:
                 why = f"the unit has no {source} at this {position} stop"
             raise PathError(f"cannot read {source}:{path}: {why}")
-        try:
-            return get_path(root, path)
-        except PathError as exc:
-            if source == "state":
-                raise
-            # get_path speaks of "state"; here the root is the unit's input, output or error
-            raise PathError(str(exc).replace("state has no", f"{source} has no", 1)) from None
+        return get_path(root, path, what=source)
 
     def set(self, path: str, value: Any, *, stop: str | None = None) -> None:
         """Set ``path`` to ``value``; applied when the branch resumes (at a ``before`` stop to

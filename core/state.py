@@ -372,12 +372,12 @@ def _index_error(seq: Sequence[Any], parts: tuple[PathPart, ...], upto: int) -> 
 
 
 def _normalize_index(
-    seq: Sequence[Any], part: PathPart, parts: tuple[PathPart, ...], upto: int
+    seq: Sequence[Any], part: PathPart, parts: tuple[PathPart, ...], upto: int, what: str = "state"
 ) -> int:
     if not isinstance(part, int):
         if _is_namedtuple(seq):
             raise PathError(
-                f"state has no field {part!r} {_where(parts, upto)}; "
+                f"{what} has no field {part!r} {_where(parts, upto)}; "
                 f"available fields: {_listing(_attribute_names(seq))}"
             )
         raise PathError(
@@ -390,26 +390,29 @@ def _normalize_index(
     return index
 
 
-def _missing_key(mapping: Mapping[Any, Any], parts: tuple[PathPart, ...], upto: int) -> PathError:
+def _missing_key(
+    mapping: Mapping[Any, Any], parts: tuple[PathPart, ...], upto: int, what: str = "state"
+) -> PathError:
     part = parts[upto]
     message = (
-        f"state has no key {part!r} {_where(parts, upto)}; available keys: {_listing(mapping)}"
+        f"{what} has no key {part!r} {_where(parts, upto)}; available keys: {_listing(mapping)}"
     )
     if isinstance(part, int) and str(part) in mapping:
         message += f" (the key is the string {str(part)!r}: write [{str(part)!r}])"
     return PathError(message)
 
 
-def _get_child(obj: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
+def _get_child(obj: Any, parts: tuple[PathPart, ...], upto: int, what: str = "state") -> Any:
+    """The child of ``obj`` at ``parts[upto]``; ``what`` names the root in errors."""
     part = parts[upto]
     if isinstance(obj, Mapping):
         if part in obj:
             return obj[part]
-        raise _missing_key(obj, parts, upto)
+        raise _missing_key(obj, parts, upto, what)
     if _is_sequence(obj):
         if isinstance(part, str) and _is_namedtuple(obj) and part in type(obj)._fields:
             return getattr(obj, part)
-        return obj[_normalize_index(obj, part, parts, upto)]
+        return obj[_normalize_index(obj, part, parts, upto, what)]
     if not isinstance(part, str):
         raise PathError(
             f"cannot index a value of type {type(obj).__name__} with [{part}] "
@@ -426,7 +429,7 @@ def _get_child(obj: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
             f"reading attribute {part!r} {_where(parts, upto)} raised {type(exc).__name__}: {exc}"
         ) from exc
     raise PathError(
-        f"state has no attribute {part!r} {_where(parts, upto)}; "
+        f"{what} has no attribute {part!r} {_where(parts, upto)}; "
         f"available attributes: {_listing(_attribute_names(obj))}"
     )
 
@@ -458,7 +461,7 @@ def _walk(obj: Any, parts: tuple[PathPart, ...]) -> list[Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def get_path(obj: Any, path: str | Sequence[PathPart]) -> Any:
+def get_path(obj: Any, path: str | Sequence[PathPart], *, what: str = "state") -> Any:
     """Follow a path into the state and return the value found there.
 
     A mapping is looked up by key (an int part works on int keys), a sequence by index (negative
@@ -467,6 +470,7 @@ def get_path(obj: Any, path: str | Sequence[PathPart]) -> Any:
 
     :param obj: the state (the root of the path).
     :param path: a path as accepted by :func:`parse_path`.
+    :param what: what ``obj`` is, as errors name it (``"state"``, ``"input"``...).
     :returns: the value; ``obj`` itself for the root path.
     :raises PathError: if the path is malformed or refused, or leads nowhere; the message names
         the failing part and what is available there.
@@ -474,7 +478,7 @@ def get_path(obj: Any, path: str | Sequence[PathPart]) -> Any:
     parts = parse_path(path)
     value = obj
     for upto in range(len(parts)):
-        value = _get_child(value, parts, upto)
+        value = _get_child(value, parts, upto, what)
     return value
 
 

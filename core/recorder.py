@@ -37,11 +37,11 @@ def step_record(unit: Unit) -> StepRecord:
     """The record of a finished (or running) unit."""
     state, decision = unit.resolved()
     if unit.run.is_frame:
-        # A call inside a unit (a tool or model call) commits nothing to the run's state; the
-        # state it shows at its stops is its unit's input. Recording that as the state after
-        # the call would make the recorded state go back in time (the enclosing unit's step
-        # comes first but commits last), so a call has no state column: the state at its step
-        # is the one after the latest unit before it.
+        # A call inside a unit (a tool or model call, an @task) commits nothing to the run's
+        # state; the state it shows at its stops is its unit's input. Recording that as the
+        # state after the call would make the recorded state go back in time (the enclosing
+        # unit's step comes first but commits last), so a call has no state column; the store
+        # gives the state its unit started from at its step (SQLiteStore._state_column).
         state = None
     value = unit.record_value
     error = value("exception")

@@ -424,16 +424,9 @@ class Unit:
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Any:
         """Async form of :meth:`after`."""
-        token = self._token
-        if token is not None:
-            self._token = None
-            try:
-                _CURRENT_UNIT.reset(token)
-            except ValueError:
-                _restore(token)
+        self._exit()
         ended = _now()
-        run = self.run
-        ctl = run.ctl
+        ctl = self.run.ctl
         if not ctl.quiet:
             if resolve is not None and ctl.wants_after_state:
                 state, decision = resolve(output)
@@ -449,12 +442,7 @@ class Unit:
         self.state = state
         self.decision = decision
         self._resolve = resolve if state is None else None
-        self.status = "completed"
-        self.exception = None
-        self.ended_at = ended
-        run.units.append(self)
-        if ctl.recorder is not None:
-            ctl.recorder.unit_finished(self)
+        self._finish("completed", None, ended)
         return output
 
     async def aerror(self, exc: BaseException, *, state: Any = None) -> None:

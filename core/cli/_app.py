@@ -154,6 +154,16 @@ def json_option(fn: Any) -> Any:
 # -------------------------------------------------------------------------- run
 
 
+def _loads(text: str, where: str, hint: str) -> Any:
+    """``text`` parsed as JSON; a :class:`CliError` naming ``where`` (an option) if it is not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; " + hint
+        ) from None
+
+
 def _parse_input(input_json: str | None, input_file: Any) -> Any:
     if input_json is not None and input_file is not None:
         raise click.UsageError("give --input or --input-file, not both")
@@ -163,13 +173,7 @@ def _parse_input(input_json: str | None, input_file: Any) -> Any:
         text, where = input_json, "--input"
     else:
         return {}
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(
-            f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-            """e.g. --input '{"x": 1}'"""
-        ) from None
+    return _loads(text, where, """e.g. --input '{"x": 1}'""")
 
 
 def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any] | None:
@@ -178,13 +182,9 @@ def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any]
         return None
     config: Any = {}
     if config_json is not None:
-        try:
-            config = json.loads(config_json)
-        except json.JSONDecodeError as exc:
-            raise CliError(
-                f"--config is not valid JSON: {exc.msg} at line {exc.lineno} column "
-                f"""{exc.colno}; e.g. --config '{{"configurable": {{"thread_id": "1"}}}}'"""
-            ) from None
+        config = _loads(
+            config_json, "--config", """e.g. --config '{"configurable": {"thread_id": "1"}}'"""
+        )
         if not isinstance(config, dict):
             raise CliError(f"--config must be a JSON object, not {type(config).__name__}")
     if thread is not None:
@@ -199,13 +199,7 @@ def _resume_input(
     dbg: Debugger, target: Any, resume_json: str, config: dict[str, Any] | None
 ) -> Any:
     """The input resuming a suspended run of ``target`` with the ``--resume`` value."""
-    try:
-        value = json.loads(resume_json)
-    except json.JSONDecodeError as exc:
-        raise CliError(
-            f"--resume is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-            """a string needs quotes: --resume '"yes"'"""
-        ) from None
+    value = _loads(resume_json, "--resume", """a string needs quotes: --resume '"yes"'""")
     adapter = dbg.adapter_for(target)
     try:
         return adapter.resume_input(target, value, config)
@@ -315,14 +309,6 @@ def debug_session(
     return _report(dbg, handle, outcome, out, db, config=config)
 
 
-def _status(handle: RunHandle) -> str | None:
-    """The status of the run ``handle`` started, if it is still in memory."""
-    try:
-        return str(handle.log.run.status)
-    except LookupError:
-        return None
-
-
 def _report(
     dbg: Debugger,
     handle: RunHandle,
@@ -339,8 +325,13 @@ def _report(
         return 1
     out.line("")
     failure: str | None = None
+    run_id = handle.run_id
+    try:
+        log = None if run_id is None else handle.log
+    except LookupError:  # no longer in memory
+        log = None
     if exc is None:
-        if _status(handle) == "suspended":
+        if log is not None and log.run.status == "suspended":
             out.line(
                 "run suspended: it waits for the framework's resume (e.g. LangGraph's "
                 "Command(resume=...)); result so far:",
@@ -356,12 +347,7 @@ def _report(
         failure = f"the run failed: {type(exc).__name__}: {exc}"
         if config is None and "thread_id" in str(exc):  # a LangGraph graph with a checkpointer
             failure += " (give the run a checkpointer thread with --thread ID)"
-    run_id = handle.run_id
     if run_id is not None:
-        try:
-            log = handle.log
-        except LookupError:
-            log = None
         if log is not None:
             out.line("")
             out.block(str(log.summary()))

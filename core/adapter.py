@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import abc
 import importlib.metadata
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from flowdbg.debugger import Debugger
 
 __all__ = ["Adapter", "AdapterInfo", "Capability"]
@@ -40,17 +41,63 @@ class Capability(str, Enum):
         return self.value
 
 
-_REQ_RE = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:(>=|==|>)\s*([0-9][0-9A-Za-z.]*))?\s*$")
+def _parse(text: str) -> Requirement:
+    # Imported here: the parser costs about 20 ms, paid when adapters are checked, not by
+    # ``import flowdbg``.
+    from packaging.requirements import Requirement
+
+    return Requirement(text)
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-    return tuple(parts)
+def _version_problem(req: Requirement, have: str) -> str | None:
+    """Why installed version ``have`` does not satisfy ``req``, or ``None`` if it does."""
+    from packaging.version import InvalidVersion, Version
+
+    if not req.specifier:
+        return None
+    try:
+        version = Version(have)
+    except InvalidVersion:
+        return f"{req.name} {have} is installed, which is not a PEP 440 version"
+    # prereleases=True: an installed pre-release is judged by PEP 440 order alone (1.2.0rc1 is
+    # above 1.1, 1.1.5rc1 below 1.1.5); the default would refuse every pre-release whatever it is.
+    if req.specifier.contains(version, prereleases=True):
+        return None
+    pre = ", a pre-release," if version.is_prerelease else ""
+    return f"{req.name} {have}{pre} is installed"
+
+
+def _unmet(req: Requirement) -> str | None:
+    """Why ``req`` is not met here, as the words in the parentheses of
+    ``needs REQ (...)``, or ``None`` when it is met."""
+    try:
+        dist = importlib.metadata.distribution(req.name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+    problem = _version_problem(req, dist.version)
+    if problem is not None:
+        return problem
+    # An extra is met when the dependencies it adds are: one level down, so that a cycle of
+    # extras cannot loop and a missing optional package is still named.
+    for extra in sorted(req.extras):
+        for text in dist.requires or ():
+            try:
+                dep = _parse(text)
+            except ValueError:
+                continue  # a broken line in another package's metadata is not ours to judge
+            marker = dep.marker
+            if marker is None or not marker.evaluate({"extra": extra}):
+                continue
+            if marker.evaluate({"extra": ""}):
+                continue  # a dependency of every install, not of this extra
+            try:
+                have = importlib.metadata.version(dep.name)
+            except importlib.metadata.PackageNotFoundError:
+                return f"its extra {extra!r} needs {dep.name}{dep.specifier}, not installed"
+            problem = _version_problem(dep, have)
+            if problem is not None:
+                return f"its extra {extra!r} needs {dep.name}{dep.specifier}, {problem}"
+    return None
 
 
 class Adapter(abc.ABC):
@@ -64,7 +111,11 @@ class Adapter(abc.ABC):
     name: ClassVar[str]
     #: the extra that installs its framework (``pip install 'flowdbg[<extra>]'``); "" if none
     extra: ClassVar[str] = ""
-    #: distribution requirements, e.g. ``("langgraph>=1.1",)``; only ``>=``, ``==``, ``>``
+    #: distribution requirements, PEP 508, e.g. ``("langgraph>=1.1.5,<2",)``: any version
+    #: specifiers (``>=``, ``<``, ``~=``, ``!=``, ``==1.*``), extras (the dependencies an extra
+    #: adds are checked too) and environment markers (a requirement whose marker is false here
+    #: is skipped). An installed pre-release counts by PEP 440 order: ``1.2.0rc1`` meets
+    #: ``>=1.1``, ``1.1.5rc1`` does not meet ``>=1.1.5``. See :meth:`unavailable_reason`.
     requires: ClassVar[tuple[str, ...]] = ()
     #: what this adapter supports
     capabilities: ClassVar[frozenset[Capability]] = frozenset()
@@ -114,35 +165,48 @@ class Adapter(abc.ABC):
         raise NotImplementedError(f"{self.name} runs cannot be resumed with a value")
 
     def unavailable_reason(self) -> str | None:
-        """Why the adapter cannot be used here (its framework is missing), or ``None``."""
-        for req in self.requires:
-            m = _REQ_RE.match(req)
-            if m is None:
-                return f"adapter {self.name!r} declares a malformed requirement {req!r}"
-            dist, op, wanted = m.groups()
+        """Why the adapter cannot be used here, or ``None`` when it can.
+
+        Each of :attr:`requires` is read as a PEP 508 requirement and checked against the
+        installed distributions, without importing them. A requirement whose environment marker
+        is false here is skipped. The installed version must be in the specifier by PEP 440
+        order, pre-releases included (``prereleases=True``): a framework's release candidate is
+        accepted when it is above the floor (``1.2.0rc1`` for ``>=1.1``) and refused when it
+        precedes it (``1.1.5rc1`` for ``>=1.1.5``). For an extra (``fw[voice]>=1``), the
+        dependencies the extra adds must be installed in versions they accept.
+
+        :returns: one sentence naming the adapter, the requirement and what is installed, with
+            the remedy (the extra to install, or how to fix a malformed requirement).
+        """
+        from packaging.requirements import InvalidRequirement
+
+        for text in self.requires:
             try:
-                have = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return f"adapter {self.name!r} needs {req} (not installed). {self._install_hint()}"
-            if op is not None:
-                h, w = _version_tuple(have), _version_tuple(wanted)
-                ok = h >= w if op == ">=" else h == w if op == "==" else h > w
-                if not ok:
-                    return (
-                        f"adapter {self.name!r} needs {req} ({dist} {have} is installed). "
-                        f"{self._install_hint()}"
-                    )
+                req = _parse(text)
+            except InvalidRequirement as exc:
+                # packaging's message runs over three lines (the text and a caret under it)
+                why = str(exc).splitlines()[0]
+                return (
+                    f"adapter {self.name!r} declares a malformed requirement {text!r} ({why}); "
+                    "write it as a PEP 508 requirement such as 'myframework>=1.2,<2'"
+                )
+            if req.marker is not None and not req.marker.evaluate():
+                continue  # meant for another Python or platform
+            problem = _unmet(req)
+            if problem is not None:
+                return f"adapter {self.name!r} needs {text} ({problem}). {self._install_hint()}"
         return None
 
     def framework_version(self) -> str | None:
         """Installed version of the framework's first required distribution, if any."""
         if not self.requires:
             return None
-        m = _REQ_RE.match(self.requires[0])
-        if m is None:
+        try:
+            name = _parse(self.requires[0]).name
+        except ValueError:  # InvalidRequirement; unavailable_reason names the mistake
             return None
         try:
-            return importlib.metadata.version(m.group(1))
+            return importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             return None
 

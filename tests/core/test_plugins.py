@@ -1,8 +1,10 @@
-"""The plugin contract: entry-point loading, adapter selection, observer hooks."""
+"""The plugin contract: entry-point loading, adapter requirements, adapter selection,
+observer hooks."""
 
 from __future__ import annotations
 
 import importlib.metadata
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -243,3 +245,240 @@ def test_a_failing_observer_is_logged_and_the_run_goes_on(
     app = dbg.attach(linear_graph())
     assert app.invoke({"x": 1}) == {"x": 20}
     assert caplog.text.count("failed in flowdbg_on_event") == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Adapter requirements: PEP 508 requirements checked against what is installed (PEP 440)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeDist:
+    """What the requirement check reads of an installed distribution."""
+
+    version: str
+    requires: list[str] | None = field(default_factory=list)
+
+
+class _Target:
+    """A target only the adapter below accepts."""
+
+
+class FwAdapter(flowdbg.Adapter):
+    name = "fw"
+    extra = "fw"
+
+    def matches(self, target: Any) -> bool:
+        return isinstance(target, _Target)
+
+    def attach(self, target: Any, debugger: Any) -> None:  # pragma: no cover - unavailable
+        raise AssertionError("an unavailable adapter must not attach")
+
+    def detach(self, target: Any) -> None:  # pragma: no cover
+        pass
+
+
+def adapter(*requires: str) -> FwAdapter:
+    """The adapter above, declaring ``requires``."""
+    return type("FwAdapterUnderTest", (FwAdapter,), {"requires": requires})()
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> dict[str, FakeDist]:
+    """Distributions to pretend are installed, by name; others are looked up for real."""
+    fakes: dict[str, FakeDist] = {}
+    real_distribution = importlib.metadata.distribution
+    real_version = importlib.metadata.version
+
+    def distribution(name: str) -> Any:
+        if name in fakes:
+            return fakes[name]
+        if name.startswith("fw"):
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_distribution(name)
+
+    def version(name: str) -> str:
+        if name in fakes:
+            return fakes[name].version
+        if name.startswith("fw"):
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", distribution)
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    return fakes
+
+
+# --------------------------------------------------------------------------------------------
+# Versions and specifiers
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("requirement", "have", "ok"),
+    [
+        (">=1.1.5", "1.1.5", True),
+        (">=1.1.5", "1.1.4", False),
+        (">=1.1.5", "1.10.0", True),  # numeric, not text, order
+        # ranges
+        (">=1.1.5,<2", "1.9.3", True),
+        (">=1.1.5,<2", "2.0", False),
+        (">=1.1.5,<2", "2.0.0rc1", False),  # a pre-release of 2.0 is not "below 2"
+        # compatible release
+        ("~=1.1", "1.1", True),
+        ("~=1.1", "1.7.2", True),
+        ("~=1.1", "2.0", False),
+        ("~=1.1", "1.0.9", False),
+        ("~=1.1.2", "1.1.9", True),
+        ("~=1.1.2", "1.2.0", False),
+        # exclusions and wildcards
+        ("!=1.3.0", "1.3.0", False),
+        ("!=1.3.0", "1.3.1", True),
+        ("==1.2.*", "1.2.7", True),
+        ("==1.2.*", "1.3.0", False),
+        # local versions meet the public version they build on
+        ("==1.2.0", "1.2.0+patched", True),
+    ],
+)
+def test_the_installed_version_is_judged_by_pep_440(
+    installed: dict[str, FakeDist], requirement: str, have: str, ok: bool
+) -> None:
+    installed["fw"] = FakeDist(have)
+    reason = adapter(f"fw{requirement}").unavailable_reason()
+    if ok:
+        assert reason is None
+    else:
+        assert reason is not None
+        assert reason.startswith(f"adapter 'fw' needs fw{requirement} (fw {have}")
+        assert reason.endswith("Install it with: pip install 'flowdbg[fw]'")
+
+
+def test_a_release_candidate_of_the_floor_is_below_the_floor(
+    installed: dict[str, FakeDist],
+) -> None:
+    installed["fw"] = FakeDist("1.1.5rc1")
+    assert adapter("fw>=1.1.5").unavailable_reason() == (
+        "adapter 'fw' needs fw>=1.1.5 (fw 1.1.5rc1, a pre-release, is installed). "
+        "Install it with: pip install 'flowdbg[fw]'"
+    )
+
+
+@pytest.mark.parametrize("have", ["1.2.0rc1", "1.2.0.dev3", "1.1.6b2"])
+def test_a_pre_release_above_the_floor_is_accepted(
+    installed: dict[str, FakeDist], have: str
+) -> None:
+    installed["fw"] = FakeDist(have)
+    a = adapter("fw>=1.1.5")
+    assert a.unavailable_reason() is None
+    assert a.framework_version() == have
+
+
+def test_an_installed_version_that_is_not_pep_440_is_refused_with_it(
+    installed: dict[str, FakeDist],
+) -> None:
+    installed["fw"] = FakeDist("2024-custom-build")
+    reason = adapter("fw>=1").unavailable_reason() or ""
+    assert "(fw 2024-custom-build is installed, which is not a PEP 440 version)" in reason
+    # with no version asked for, any installed version will do
+    assert adapter("fw").unavailable_reason() is None
+
+
+def test_a_missing_distribution_says_how_to_install_it(installed: dict[str, FakeDist]) -> None:
+    a = adapter("fw>=1.1")
+    assert a.unavailable_reason() == (
+        "adapter 'fw' needs fw>=1.1 (not installed). Install it with: pip install 'flowdbg[fw]'"
+    )
+    assert a.framework_version() is None
+
+
+def test_every_requirement_is_checked_and_the_first_unmet_one_named(
+    installed: dict[str, FakeDist],
+) -> None:
+    installed["fw"] = FakeDist("1.4")
+    installed["fw-core"] = FakeDist("0.9")
+    a = adapter("fw>=1.1", "fw-core>=1.0")
+    assert "needs fw-core>=1.0 (fw-core 0.9 is installed)" in (a.unavailable_reason() or "")
+    assert a.framework_version() == "1.4"  # the first requirement is the framework
+
+
+def test_a_real_distribution_is_read_from_its_metadata() -> None:
+    have = importlib.metadata.version("packaging")  # a dependency of flowdbg itself
+    assert adapter("packaging>=20").unavailable_reason() is None
+    assert adapter("packaging>=20").framework_version() == have
+    reason = adapter("packaging<20").unavailable_reason() or ""
+    assert f"needs packaging<20 (packaging {have} is installed)" in reason
+
+
+# --------------------------------------------------------------------------------------------
+# Markers and extras
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_requirement_for_another_environment_is_skipped(installed: dict[str, FakeDist]) -> None:
+    assert adapter('fw>=1; python_version < "3"').unavailable_reason() is None
+    assert adapter('fw>=1; sys_platform == "no-such-platform"').unavailable_reason() is None
+    reason = adapter('fw>=1; python_version >= "3"').unavailable_reason() or ""
+    assert "(not installed)" in reason
+
+
+def test_an_extra_needs_the_dependencies_it_adds(installed: dict[str, FakeDist]) -> None:
+    installed["fw"] = FakeDist(
+        "1.4",
+        [
+            "fw-base>=1",  # every install's dependency: not the extra's business
+            'fw-audio>=2; extra == "voice"',
+            'fw-win; extra == "voice" and sys_platform == "no-such-platform"',
+            'fw-web; extra == "web"',
+        ],
+    )
+    a = adapter("fw[voice]>=1.1")
+    assert a.unavailable_reason() == (
+        "adapter 'fw' needs fw[voice]>=1.1 (its extra 'voice' needs fw-audio>=2, not "
+        "installed). Install it with: pip install 'flowdbg[fw]'"
+    )
+    installed["fw-audio"] = FakeDist("1.9")
+    assert "(its extra 'voice' needs fw-audio>=2, fw-audio 1.9 is installed)" in (
+        a.unavailable_reason() or ""
+    )
+    installed["fw-audio"] = FakeDist("2.3")
+    assert a.unavailable_reason() is None
+    assert a.framework_version() == "1.4"
+    # the distribution's own version is still checked first
+    assert "(fw 1.4 is installed)" in (adapter("fw[voice]>=2").unavailable_reason() or "")
+
+
+def test_an_extra_the_distribution_does_not_declare_adds_nothing(
+    installed: dict[str, FakeDist],
+) -> None:
+    installed["fw"] = FakeDist("1.4", None)  # metadata without Requires-Dist
+    assert adapter("fw[nothing]>=1").unavailable_reason() is None
+
+
+# --------------------------------------------------------------------------------------------
+# Malformed requirements
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["fw =>1.0", "fw>=", "my framework>=1", "fw>=1.0 <2"])
+def test_a_malformed_requirement_names_the_adapter_and_the_fix(text: str) -> None:
+    a = adapter(text)
+    reason = a.unavailable_reason() or ""
+    assert reason.startswith(f"adapter 'fw' declares a malformed requirement {text!r} (")
+    assert reason.endswith("write it as a PEP 508 requirement such as 'myframework>=1.2,<2'")
+    assert "\n" not in reason
+    assert a.framework_version() is None
+
+
+def test_a_malformed_requirement_makes_the_adapter_unavailable_on_attach() -> None:
+    class Plugin:
+        @flowdbg.hookimpl
+        def flowdbg_register_adapters(self, register: Any) -> None:
+            register(adapter("fw =>1.0"))
+
+    dbg = flowdbg.Debugger(plugins=[Plugin()])
+    info = dbg.adapters["fw"]
+    assert not info.available
+    assert info.version is None
+    assert "malformed requirement 'fw =>1.0'" in (info.reason or "")
+    with pytest.raises(flowdbg.AdapterUnavailable, match=r"malformed requirement 'fw =>1\.0'"):
+        dbg.attach(_Target())

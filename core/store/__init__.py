@@ -4,7 +4,9 @@ The recorder writes runs and steps with :meth:`Store.write_batch` from its write
 ``flowdbg runs`` commands and the Python API read them with :meth:`Store.get_run`,
 :meth:`Store.list_runs`, :meth:`Store.get_steps`, :meth:`Store.get_state` and
 :meth:`Store.diff_runs`, from any thread or process. :func:`open_store` opens the default
-store: an SQLite file at ``./.flowdbg/flowdbg.db`` (or ``$FLOWDBG_DB``).
+store: an SQLite file at ``./.flowdbg/flowdbg.db`` (or ``$FLOWDBG_DB``). Values are stored as
+JSON (see :func:`encode_value`); :func:`register_structural` makes a class's instances stored as
+typed objects of their fields rather than as opaque reprs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from flowdbg.store._base import (
     Store,
     default_db_path,
 )
-from flowdbg.store._encode import DEFAULT_REDACT, REDACTED, encode_value
+from flowdbg.store._encode import DEFAULT_REDACT, REDACTED, encode_value, register_structural
 from flowdbg.store._errors import RunNotFound, StepNotFound, StoreError
 from flowdbg.store._sqlite import SCHEMA_VERSION, SQLiteStore
 
@@ -40,6 +42,7 @@ __all__ = [
     "default_db_path",
     "encode_value",
     "open_store",
+    "register_structural",
 ]
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)

@@ -3,9 +3,21 @@
 **Plain values.** :class:`Encoder` (and :func:`encode_value`) turns whatever a framework hands
 over into JSON values: pydantic models (``model_dump(mode="json")``), dataclasses (their
 fields), enums (their value), dates and times (ISO text), UUIDs, decimals and paths (text),
-sets (sorted lists), tuples (lists), bytes (``{"__bytes__": base64}``). Anything else becomes
-``{"__repr__": repr, "__type__": "module.Class"}`` and makes the value *partial*. The values of
-mapping keys that match a redaction pattern become ``"[REDACTED]"``, at any depth.
+sets (sorted lists), tuples (lists), bytes (``{"__bytes__": base64}``). The values of mapping
+keys that match a redaction pattern become ``"[REDACTED]"``, at any depth.
+
+**Typed objects.** A framework value whose class matters (LangGraph's ``Send``, ``Command``,
+``Interrupt``) is stored as an object of its fields under the key ``"__type__"``, the qualified
+name of its class: ``{"__type__": "langgraph.types.Send", "node": "work", "arg": {...}}``. Its
+fields are encoded like the values of a dict (recursively, redacted by field name). The classes
+stored so are those registered with :func:`register_structural` (by class or by qualified name,
+so that registering needs no import of the framework; a subclass of a registered class is
+stored so too), and the classes whose instances hold only ``__slots__`` with public names (no
+instance ``__dict__``, no slot starting with ``_``), which would otherwise be opaque.
+
+**Opaque values.** Anything else becomes ``{"__repr__": repr, "__type__": "module.Class"}`` and
+makes the value *partial*. A reader tells the two apart by the ``"__repr__"`` key: a dict with
+``"__type__"`` and no ``"__repr__"`` is a typed object, every other key of it a field.
 
 **Blobs.** :class:`Packer` stores a plain value as a tree of blobs so that what did not change
 between two steps is stored once. A parent holds each child as an *entry*: ``[value]`` (a
@@ -39,9 +51,10 @@ import hashlib
 import json
 import pathlib
 import re
+import threading
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping, Sequence, Set
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 from flowdbg.state import short_repr
@@ -60,6 +73,7 @@ __all__ = [
     "encode_value",
     "flat_column",
     "parse_blob",
+    "register_structural",
     "to_json",
     "top_level",
 ]
@@ -133,15 +147,160 @@ def compile_redact(redact: Sequence[str] | re.Pattern[str] | None) -> re.Pattern
     return _compile(tuple(redact))
 
 
-def _type_name(value: object) -> str:
-    klass = type(value)
+def _class_name(klass: type) -> str:
     module = getattr(klass, "__module__", None) or "builtins"
     return f"{module}.{getattr(klass, '__qualname__', klass.__name__)}"
+
+
+def _type_name(value: object) -> str:
+    return _class_name(type(value))
 
 
 def _is_pydantic_model(value: object) -> bool:
     fields = getattr(type(value), "__pydantic_fields__", None)
     return isinstance(fields, dict) and callable(getattr(value, "model_dump", None))
+
+
+# -- typed objects --
+
+
+class _Plan:
+    """How the instances of one class are stored as typed objects."""
+
+    __slots__ = ("fields", "name", "registered")
+
+    def __init__(self, name: str, fields: tuple[str, ...] | None, registered: bool) -> None:
+        self.name = name  # the stored "__type__"
+        self.fields = fields  # the attributes to read; None: the public ones of each instance
+        self.registered = registered  # False: found by the __slots__ rule
+
+
+#: qualified class name -> the fields its instances are stored with (``None``: the class's own).
+#: Framework values that steer a run are known here by name, so no framework is imported: a
+#: ``Send`` packet or a ``Command`` must be readable in the store, not a repr or bare fields.
+#: (``langgraph.constants.Send`` is where LangGraph before 0.3 defined ``Send``.)
+_structural: dict[str, tuple[str, ...] | None] = {
+    "langgraph.types.Send": None,
+    "langgraph.constants.Send": None,
+    "langgraph.types.Command": None,
+    "langgraph.types.Interrupt": None,
+    "langgraph.types.Overwrite": None,
+}
+_structural_lock = threading.Lock()
+#: class -> its plan (``None``: not a typed object); filled as classes are met, emptied when the
+#: registry changes. Replaced, never cleared in place, so an encoder on another thread reads
+#: either the old cache or the new one.
+_plans: dict[type, _Plan | None] = {}
+_PLANS_MAX = 4096
+_UNSEEN: Any = object()
+_RESERVED = frozenset({_TYPE_KEY, _REPR_KEY})
+
+
+def register_structural(cls: type | str, fields: Iterable[str] | None = None) -> None:
+    """Store the instances of a class as typed objects instead of opaque reprs.
+
+    A typed object is stored as ``{"__type__": "module.Class", field: value, ...}``: the
+    qualified name of the instance's class, then its fields, each encoded like any value (so
+    nested values are plain JSON and redaction applies to field names). Instances of
+    subclasses are stored so too, under their own class name. Registering a class again
+    replaces its fields. Registering takes effect for values encoded afterwards; values already
+    stored keep their form.
+
+    :param cls: the class, or its qualified name (``"package.module.Class"``, the
+        ``__module__`` and ``__qualname__`` of the class), which lets an adapter register a
+        framework's classes without importing the framework.
+    :param fields: the attribute names to store, in order; ``None`` for the class's own: its
+        dataclass, pydantic or named-tuple fields, else its public ``__slots__``, else the
+        public attributes of each instance. An attribute an instance lacks is left out.
+    :raises TypeError: if ``cls`` is neither a class nor a string, or a field name is not a
+        string.
+    :raises ValueError: if the name has no module part, or a field is named ``__type__`` or
+        ``__repr__``.
+    """
+    global _plans, _structural
+    if isinstance(cls, type):
+        name = _class_name(cls)
+    elif isinstance(cls, str):
+        name = cls
+        if "." not in name.strip(".") or name != name.strip():
+            raise ValueError(
+                f"{name!r} is not a qualified class name; pass 'module.Class' (the class's "
+                "__module__ and __qualname__) or the class itself"
+            )
+    else:
+        raise TypeError(f"cannot register {cls!r}; pass a class or its qualified name")
+    names: tuple[str, ...] | None = None
+    if fields is not None:
+        if isinstance(fields, str):
+            fields = (fields,)
+        names = tuple(fields)
+        for field in names:
+            if not isinstance(field, str):
+                raise TypeError(f"field {field!r} of {name} is not an attribute name; pass strings")
+            if field in _RESERVED:
+                raise ValueError(
+                    f"field {field!r} of {name} would clash with the stored type marker; "
+                    "store that attribute under another name"
+                )
+    with _structural_lock:
+        _structural = {**_structural, name: names}  # a new dict: readers hold the old one
+        _plans = {}
+
+
+def _plan_of(kind: type) -> _Plan | None:
+    # The cache first: register_structural swaps the registry before the cache, so a plan made
+    # from an old registry can only land in an old cache.
+    plans = _plans
+    registry = _structural
+    plan: _Plan | None = None
+    for klass in getattr(kind, "__mro__", (kind,)):
+        name = _class_name(klass)
+        if name in registry:
+            plan = _registered_plan(kind, registry[name])
+            break
+    else:
+        slots = _slot_names(kind)
+        if slots and not any(slot.startswith("_") for slot in slots):
+            plan = _Plan(_class_name(kind), slots, registered=False)
+    if len(plans) >= _PLANS_MAX:  # classes made on the fly (in a loop, say) must not pile up
+        plans.clear()
+    plans[kind] = plan
+    return plan
+
+
+def _registered_plan(kind: type, fields: tuple[str, ...] | None) -> _Plan:
+    # Fields left None are read from each instance: a pydantic model's dump (its serializers
+    # apply), or the public attributes of a plain object.
+    if fields is None and not isinstance(getattr(kind, "__pydantic_fields__", None), dict):
+        named = getattr(kind, "_fields", None)
+        if dataclasses.is_dataclass(kind):
+            fields = tuple(field.name for field in dataclasses.fields(kind))
+        elif issubclass(kind, tuple) and isinstance(named, tuple):
+            fields = named  # a named tuple
+        else:
+            slots = _slot_names(kind)
+            if slots is not None:
+                fields = tuple(slot for slot in slots if not slot.startswith("_"))
+    if fields is not None:
+        fields = tuple(field for field in fields if field not in _RESERVED)
+    return _Plan(_class_name(kind), fields, registered=True)
+
+
+def _slot_names(kind: type) -> tuple[str, ...] | None:
+    """The slots of a class whose instances have no ``__dict__``; ``None`` for other classes."""
+    names: list[str] = []
+    for klass in reversed(getattr(kind, "__mro__", ())):
+        if klass is object:
+            continue
+        declared = klass.__dict__.get("__slots__")
+        if declared is None:
+            return None  # a class without __slots__ (or a built-in one): instances differ
+        for slot in (declared,) if isinstance(declared, str) else declared:
+            if slot == "__dict__":
+                return None
+            if slot != "__weakref__" and slot not in names:
+                names.append(slot)
+    return tuple(names)
 
 
 class Encoder:
@@ -218,6 +377,12 @@ class Encoder:
             return value.total_seconds()
         if isinstance(value, uuid.UUID | decimal.Decimal | pathlib.PurePath):
             return str(value)
+        kind = type(value)
+        plan = _plans.get(kind, _UNSEEN)
+        if plan is _UNSEEN:
+            plan = _plan_of(kind)
+        if plan is not None and plan.registered:
+            return self._typed_object(value, depth, plan)
         if _is_pydantic_model(value):
             return self._container(value, depth, self._model)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -228,6 +393,8 @@ class Encoder:
             return self._container(value, depth, self._set)
         if isinstance(value, Sequence) and not isinstance(value, range):
             return self._container(value, depth, self._sequence)
+        if plan is not None:  # an object of public __slots__
+            return self._typed_object(value, depth, plan)
         return self._opaque(value)
 
     def _container(self, value: Any, depth: int, convert: Any) -> Any:
@@ -324,6 +491,33 @@ class Encoder:
     def _dataclass(self, value: Any, depth: int) -> dict[str, Any]:
         fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
         return self._mapping(fields, depth)
+
+    def _typed_object(self, value: Any, depth: int, plan: _Plan) -> Any:
+        return self._container(value, depth, lambda v, d: self._fields(v, d, plan))
+
+    def _fields(self, value: Any, depth: int, plan: _Plan) -> dict[str, Any]:
+        out: dict[str, Any] = {_TYPE_KEY: plan.name}
+        names = plan.fields
+        if names is None:
+            if _is_pydantic_model(value):
+                dumped = self._model(value, depth)
+                out.update(dumped if type(dumped) is dict else {"root": dumped})
+                return out
+            try:
+                names = tuple(name for name in vars(value) if type(name) is str and name[:1] != "_")
+            except TypeError:  # no __dict__
+                names = ()
+        attributes: dict[str, Any] = {}
+        for name in names:
+            try:
+                attributes[name] = getattr(value, name)
+            except AttributeError:
+                continue  # an unset slot, or a field this version of the class lacks
+            except Exception:
+                # A property that raised: the field is missing from the record, so say so.
+                self.failures.append(plan.name)
+        out.update(self._mapping(attributes, depth))
+        return out
 
     # -- the rest --
 

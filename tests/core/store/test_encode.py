@@ -15,8 +15,10 @@ from typing import Any
 
 import pydantic
 import pytest
+from store_helpers import run, run_id, step
 
-from flowdbg.store import DEFAULT_REDACT, REDACTED, encode_value
+from flowdbg.store import DEFAULT_REDACT, REDACTED, SQLiteStore, encode_value, register_structural
+from flowdbg.store import _encode as encode_module
 from flowdbg.store._encode import (
     FANOUT,
     INLINE_MAX,
@@ -244,6 +246,253 @@ def test_encoding_never_changes_the_value() -> None:
     value = {"api_key": "sk", "items": {3, 1}, "t": (1, 2)}
     encode_value(value)
     assert value == {"api_key": "sk", "items": {1, 3}, "t": (1, 2)}
+
+
+# -- typed objects --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registrations made by a test end with it."""
+    monkeypatch.setattr(encode_module, "_structural", dict(encode_module._structural))
+    monkeypatch.setattr(encode_module, "_plans", {})
+
+
+class Packet:
+    """A routing packet, as frameworks define them: public ``__slots__``, nothing else."""
+
+    __slots__ = ("arg", "node")
+
+    def __init__(self, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+
+class Hidden:
+    """Slots that are the object's own business: stored as a repr, as before."""
+
+    __slots__ = ("_fd", "mode")
+
+    def __init__(self) -> None:
+        self._fd = 3
+        self.mode = "r"
+
+    def __repr__(self) -> str:
+        return "<Hidden fd=3>"
+
+
+class Order:
+    """A plain object with a ``__dict__``: opaque unless registered."""
+
+    def __init__(self, item: str, api_key: str) -> None:
+        self.item = item
+        self.api_key = api_key
+        self._cache = object()
+
+    def __repr__(self) -> str:
+        return f"Order({self.item!r})"
+
+
+@dataclasses.dataclass
+class Route:
+    goto: Any
+    update: Any = None
+
+
+def fake_framework_class(module: str, name: str) -> type:
+    """A class that says it lives in a framework's module (which is not imported)."""
+    klass = type(name, (), {"__slots__": ("value", "_secret_state"), "__module__": module})
+    klass.__qualname__ = name
+    return klass
+
+
+def test_objects_of_public_slots_are_stored_as_typed_objects() -> None:
+    packet = Packet("work", {"item": Point(1, 2), "api_key": "sk", "tags": {"b", "a"}})
+    plain, partial = encode_value({"sent": [packet]})
+    assert not partial
+    assert plain == {
+        "sent": [
+            {
+                "__type__": f"{__name__}.Packet",
+                "node": "work",
+                "arg": {
+                    "item": {"x": 1, "y": 2, "label": "red"},
+                    "api_key": REDACTED,
+                    "tags": ["a", "b"],
+                },
+            }
+        ]
+    }
+    assert json.loads(json.dumps(plain)) == plain
+
+
+def test_objects_with_private_slots_or_a_dict_stay_opaque() -> None:
+    plain, partial = encode_value([Hidden(), Order("tea", "sk")])
+    assert partial
+    assert plain == [
+        {"__repr__": "<Hidden fd=3>", "__type__": f"{__name__}.Hidden"},
+        {"__repr__": "Order('tea')", "__type__": f"{__name__}.Order"},
+    ]
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_class_registered_by_name_is_stored_by_its_fields() -> None:
+    before, partial = encode_value(Order("tea", "sk"))
+    assert partial and "__repr__" in before
+    register_structural(f"{__name__}.Order")  # the cache of classes already seen is refreshed
+    plain, partial = encode_value({"order": Order("tea", "sk")})
+    assert not partial
+    # its public attributes, redacted by name like a dict's keys; _cache is private
+    assert plain == {"order": {"__type__": f"{__name__}.Order", "item": "tea", "api_key": REDACTED}}
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_registered_dataclass_keeps_its_type_and_its_nested_objects() -> None:
+    assert encode_value(Route("left"))[0] == {"goto": "left", "update": None}
+    register_structural(Route)
+    plain, partial = encode_value(
+        Route(goto=[Packet("a", 1), Packet("b", (2, 3))], update={"n": 1})
+    )
+    assert not partial
+    assert plain == {
+        "__type__": f"{__name__}.Route",
+        "goto": [
+            {"__type__": f"{__name__}.Packet", "node": "a", "arg": 1},
+            {"__type__": f"{__name__}.Packet", "node": "b", "arg": [2, 3]},
+        ],
+        "update": {"n": 1},
+    }
+
+
+@pytest.mark.usefixtures("registry")
+def test_explicit_fields_choose_and_order_what_is_stored() -> None:
+    register_structural(Order, fields=["api_key", "item", "missing"])
+    plain, partial = encode_value(Order("tea", "sk"))
+    assert not partial  # an attribute the object lacks is left out, not an error
+    assert list(plain) == ["__type__", "api_key", "item"]
+    assert plain["api_key"] == REDACTED
+
+
+@pytest.mark.usefixtures("registry")
+def test_subclasses_of_a_registered_class_are_stored_under_their_own_name() -> None:
+    class Urgent(Order):
+        def __init__(self, item: str) -> None:
+            super().__init__(item, "")
+            self.level = 3
+
+    register_structural(Order)
+    plain, _ = encode_value(Urgent("tea"))
+    assert plain == {
+        "__type__": f"{__name__}.{Urgent.__qualname__}",
+        "item": "tea",
+        "api_key": REDACTED,
+        "level": 3,
+    }
+
+
+@pytest.mark.usefixtures("registry")
+def test_registered_models_and_named_tuples_keep_their_type() -> None:
+    register_structural(Message)
+    register_structural(Pair)
+    sent = datetime.datetime(2024, 1, 2)
+    plain, partial = encode_value([Message(role="ai", content="hi", sent=sent), Pair(1, "x")])
+    assert not partial
+    assert plain == [
+        {
+            "__type__": f"{__name__}.Message",
+            "role": "ai",
+            "content": "hi",
+            "sent": "2024-01-02T00:00:00",
+            "meta": {},
+        },
+        {"__type__": f"{__name__}.Pair", "left": 1, "right": "x"},
+    ]
+
+
+def test_langgraph_values_are_known_by_name_without_importing_langgraph() -> None:
+    # the real classes are tested with LangGraph in tests/adapters/langgraph/test_values.py
+    send = fake_framework_class("langgraph.types", "Send")()
+    send.value = {"item": "a"}  # type: ignore[attr-defined]
+    send._secret_state = "not for the record"  # type: ignore[attr-defined]
+    plain, partial = encode_value(send)
+    assert not partial
+    assert plain == {"__type__": "langgraph.types.Send", "value": {"item": "a"}}
+    other = fake_framework_class("somewhere.else", "Send")()
+    other.value = 1  # type: ignore[attr-defined]
+    assert encode_value(other)[1], "an unregistered class with private slots stays opaque"
+
+
+def test_an_unset_slot_is_left_out() -> None:
+    packet = Packet.__new__(Packet)
+    packet.node = "work"
+    assert encode_value(packet) == ({"__type__": f"{__name__}.Packet", "node": "work"}, False)
+
+
+@pytest.mark.usefixtures("registry")
+def test_a_field_that_raises_is_left_out_and_flags_the_value_partial() -> None:
+    class Lazy:
+        name = "lazy"
+
+        @property
+        def size(self) -> int:
+            raise RuntimeError("not loaded")
+
+    register_structural(Lazy, fields=("name", "size"))
+    plain, partial = encode_value(Lazy())
+    assert partial
+    assert plain == {"__type__": f"{__name__}.{Lazy.__qualname__}", "name": "lazy"}
+
+
+def test_a_typed_object_that_contains_itself_is_cut_not_fatal() -> None:
+    packet = Packet("loop", None)
+    packet.arg = [packet]
+    plain, partial = encode_value(packet)
+    assert partial
+    assert plain["node"] == "loop"
+    assert plain["arg"][0]["__type__"] == f"{__name__}.Packet" and "__repr__" in plain["arg"][0]
+
+
+@pytest.mark.parametrize(
+    "cls, fields, error",
+    [
+        (42, None, TypeError),
+        ("Order", None, ValueError),  # no module part
+        (" pkg.Order", None, ValueError),
+        (Order, ["item", 3], TypeError),
+        (Order, ["__type__"], ValueError),
+        (Order, ["__repr__"], ValueError),
+    ],
+)
+@pytest.mark.usefixtures("registry")
+def test_bad_registrations_are_refused(cls: Any, fields: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match=r"Order|42"):
+        register_structural(cls, fields)
+    assert encode_value(Order("tea", "sk"))[1], "a refused registration changes nothing"
+
+
+def test_stored_typed_objects_and_reprs_read_back_alike(store: SQLiteStore) -> None:
+    rid = run_id(1)
+    sent = [Packet("work", {"item": f"item {i} " * 5}) for i in range(20)]
+    store.write_batch(
+        runs=[run(1)],
+        steps=[
+            step(rid, 1, input={"items": 20}, output={"sent": sent}, state={"sent": sent}),
+            step(rid, 2, output={"handle": Handle()}, state={"sent": sent, "handle": Handle()}),
+        ],
+    )
+    first, second = store.get_steps(rid)
+    assert not first.partial and second.partial
+    assert first.output["sent"][19] == {
+        "__type__": f"{__name__}.Packet",
+        "node": "work",
+        "arg": {"item": "item 19 " * 5},
+    }
+    assert second.output == {
+        "handle": {"__repr__": "<Handle fd=3>", "__type__": f"{__name__}.Handle"}
+    }
+    state = store.get_state(rid, step=2)
+    assert state["sent"] == first.output["sent"]
+    assert state["handle"] == second.output["handle"]
 
 
 # -- blobs ----------------------------------------------------------------------------------

@@ -99,12 +99,11 @@ def test_a_command_with_send_packets_is_stored_as_typed_objects(tmp_path: Path) 
             for item in ("a", "b")
         ],
     }
-    # each packet is the input of the step it started, redacted the same way
-    assert [s.input for s in steps[1:3]] == [
-        {"item": "a", "api_key": REDACTED},
-        {"item": "b", "api_key": REDACTED},
-    ]
-    assert [s.input for s in steps[4:]] == [{"result": "A"}, {"result": "B"}]
+    # each packet is the input of the step it started (branches run in either order), redacted
+    # the same way
+    assert sorted(s.input["item"] for s in steps[1:3]) == ["a", "b"]
+    assert all(s.input["api_key"] == REDACTED for s in steps[1:3])
+    assert sorted(s.input["result"] for s in steps[4:]) == ["A", "B"]
 
 
 def test_a_command_goto_a_node_keeps_its_type(tmp_path: Path) -> None:

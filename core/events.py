@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from flowdbg._json import jsonable, strict_json
+
 __all__ = [
     "ErrorInfo",
     "Event",
@@ -169,17 +171,15 @@ class Event:
         return None if self.error is None else ErrorInfo.from_exception(self.error)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict (payloads as plain values)."""
-        from flowdbg.state import to_plain
-
+        """Return a JSON-serializable dict (payloads as plain values, as strict JSON)."""
         info = self.error_info
         return {
             "location": self.location.to_dict(),
-            "state": _jsonable(to_plain(self.state)),
-            "input": _jsonable(to_plain(self.input)),
-            "output": _jsonable(to_plain(self.output)),
+            "state": jsonable(self.state),
+            "input": jsonable(self.input),
+            "output": jsonable(self.output),
             "error": None if info is None else info.to_dict(),
-            "decision": _jsonable(to_plain(self.decision)),
+            "decision": jsonable(self.decision),
             "timestamp": self.timestamp,
         }
 
@@ -209,9 +209,7 @@ class RunInfo:
         return None if self.ended_at is None else self.ended_at - self.started_at
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict."""
-        from flowdbg.state import to_plain
-
+        """Return a JSON-serializable dict (input and output as strict JSON)."""
         return {
             "run_id": self.run_id,
             "framework": self.framework,
@@ -222,21 +220,12 @@ class RunInfo:
             "status": self.status.value,
             "started_at": self.started_at,
             "ended_at": self.ended_at,
-            "input": _jsonable(to_plain(self.input)),
-            "output": _jsonable(to_plain(self.output)),
+            "input": jsonable(self.input),
+            "output": jsonable(self.output),
             "error": None if self.error is None else ErrorInfo.from_exception(self.error).to_dict(),
             "tags": dict(self.tags),
         }
 
 
-def _jsonable(value: Any) -> Any:
-    """Make a plain value JSON-serializable, falling back to ``repr`` for anything else."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Enum):
-        return _jsonable(value.value)
-    return repr(value)
+# The converter of plain values that stops.py imports from here (see flowdbg._json).
+_jsonable = strict_json

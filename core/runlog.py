@@ -18,12 +18,12 @@ import math
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from flowdbg._json import jsonable
 from flowdbg.events import ErrorInfo
 from flowdbg.records import RunRecord, StepRecord
-from flowdbg.state import short_repr, to_plain
+from flowdbg.state import short_repr
 
 __all__ = ["VIEWS", "NodeStats", "RunLog", "format_duration"]
 
@@ -326,8 +326,8 @@ class RunLog:
             "error": _error_dict(run.error),
             "tags": dict(run.tags),
             "step_count": len(steps),
-            "input": _jsonable(to_plain(run.input)),
-            "output": _jsonable(to_plain(run.output)),
+            "input": jsonable(run.input),
+            "output": jsonable(run.output),
             "summary": _summary(run, steps, self.children),
             "steps": [_step_dict(step) for step in steps],
             "node_stats": {name: s.to_dict() for name, s in _node_stats(steps).items()},
@@ -847,22 +847,7 @@ def _step_dict(step: StepRecord) -> dict[str, Any]:
         "started_at": step.started_at,
         "ended_at": step.ended_at,
         "duration": step.duration,
-        "decision": _jsonable(to_plain(step.decision)),
+        "decision": jsonable(step.decision),
         "error": _error_dict(step.error),
         "child_run_id": step.child_run_id,
     }
-
-
-def _jsonable(value: Any) -> Any:
-    """Make a plain value JSON-serializable: string keys, ``repr`` for anything else."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Enum):
-        return _jsonable(value.value)
-    return repr(value)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from typing import Any
 
 import click
 
-from flowdbg.state import to_plain
+from flowdbg._json import jsonable, strict_json
 
 __all__ = ["SCHEMA_VERSION", "emit_json", "envelope", "iso", "jsonable"]
 
@@ -24,23 +23,6 @@ def iso(timestamp: float | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-serializable view of ``value``: plain containers, ``repr`` for anything else."""
-    return _clean(to_plain(value))
-
-
-def _clean(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return repr(value)
-
-
 def envelope(command: str, data: Any) -> dict[str, Any]:
     """Wrap ``data`` for ``command`` (e.g. ``"runs ls"``) in the versioned envelope."""
     now = dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
@@ -53,5 +35,12 @@ def envelope(command: str, data: Any) -> dict[str, Any]:
 
 
 def emit_json(command: str, data: Any) -> None:
-    """Print the envelope of ``data`` as indented JSON on stdout."""
-    click.echo(json.dumps(envelope(command, data), indent=2, ensure_ascii=False))
+    """Print the envelope of ``data`` as indented JSON on stdout.
+
+    Values in ``data`` should already be :func:`jsonable`. The whole envelope goes through
+    :func:`~flowdbg._json.strict_json` once more, so that the fields built without it (an error
+    message holding a lone surrogate, a duration) cannot make the output invalid either: ``jq``
+    and every strict parser read it.
+    """
+    plain = strict_json(envelope(command, data))
+    click.echo(json.dumps(plain, indent=2, ensure_ascii=False, allow_nan=False))

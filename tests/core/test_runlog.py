@@ -518,7 +518,7 @@ def test_to_dict_survives_a_json_round_trip() -> None:
         "error": None,
         "child_run_id": None,
     }
-    assert data["steps"][3]["decision"] == {"1": "<Opaque>", "inf": "inf"}
+    assert data["steps"][3]["decision"] == {"1": "<Opaque>", "inf": "Infinity"}
     assert data["node_stats"]["classify"]["count"] == 1
     assert [child["run_id"] for child in data["children"]] == [CHILD]
     assert data["children"][0]["steps"][1]["node"] == "generate"
@@ -527,7 +527,7 @@ def test_to_dict_survives_a_json_round_trip() -> None:
     assert rebuilt.to_dict() == data
     # The same table, but for the decision that is now its JSON form.
     assert str(rebuilt).splitlines()[:-1] == str(log).splitlines()[:-1]
-    assert str(rebuilt).endswith("""-> {'1': '<Opaque>', 'inf': 'inf'}""")
+    assert str(rebuilt).endswith("""-> {'1': '<Opaque>', 'inf': 'Infinity'}""")
 
 
 def test_html_escapes_every_value() -> None:

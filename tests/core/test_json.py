@@ -123,7 +123,7 @@ class Opaque:
 
 
 def test_strict_json_of_plain_data_is_the_second_half_of_jsonable() -> None:
-    plain = {"a": [1, math.nan, {"b": LONE}], "c": None, "d": Color.RED}
+    plain: dict[str, Any] = {"a": [1, math.nan, {"b": LONE}], "c": None, "d": Color.RED}
     assert strict_json(plain) == jsonable(plain)
     assert strict_json(plain) == {
         "a": [1, "NaN", {"b": "name-\\udc80\\udcff.txt"}],

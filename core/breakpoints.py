@@ -308,6 +308,7 @@ class _Compiled:
         "hit",
         "kinds",
         "match_all",
+        "needs_resolve",
         "positions",
         "type",
         "watch_parts",
@@ -327,6 +328,19 @@ class _Compiled:
         self.hit: HitCondition | None = None
         self.args_re: re.Pattern[str] | None = None
         self.watch_parts: tuple[str | int, ...] = ()
+        # Whether matching reads the state or decision of an after point, which an adapter may
+        # only be able to give by computing it (see Unit.after's resolve): a watch, a callable,
+        # a handoff target, or a condition or template naming them (a plain text test: a name
+        # in a string literal only costs that computation, never a wrong match).
+        self.needs_resolve = (
+            bp.type in (BreakpointType.WATCH, BreakpointType.HANDOFF)
+            or self.callable is not None
+            or any(
+                name in text
+                for text in (bp.condition or "", bp.message or "")
+                for name in ("state", "decision")
+            )
+        )
         if bp.condition is not None:
             self.expr = compile_expression(bp.condition, allowed_names=CONDITION_NAMES)
         if bp.hit_condition is not None:

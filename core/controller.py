@@ -9,6 +9,7 @@ keeps running). Several stops can be open at once; one of them is *selected* and
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import logging
 import threading
@@ -23,7 +24,7 @@ import anyio.lowlevel
 from flowdbg._sync import AsyncWaker
 from flowdbg.breakpoints import Breakpoint, BreakpointType, _Compiled
 from flowdbg.errors import NotStoppedError, StopNotFound, Terminated
-from flowdbg.events import Event, Position, RunStatus
+from flowdbg.events import ErrorInfo, Event, Position, RunStatus
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, _note_run_started, new_run_info
 from flowdbg.stops import Action, Stop, StopReason
 
@@ -71,6 +72,27 @@ class StepRequest:
         if self.action == Action.STEP_OUT and depth >= self.depth:
             return False
         return _same_branch(self.lineage, cand)
+
+
+def _let_go_of_errors(root: RunScope) -> None:
+    """Keep what the history of an ended run shows of its exceptions (type, message, formatted
+    traceback), not the exceptions: their tracebacks hold the frames of the framework's run
+    loop, and through them everything the run touched."""
+    failed = root._failed
+    if failed:
+        for unit in failed:
+            exc = unit.exception
+            if isinstance(exc, BaseException):
+                unit.exception = ErrorInfo.from_exception(exc)
+        failed.clear()
+    scopes = [root]
+    while scopes:
+        scope = scopes.pop()
+        error = scope.info.error
+        if isinstance(error, BaseException):
+            # a copy: observers told of the run's end keep the RunInfo they got, exception and all
+            scope.info = dataclasses.replace(scope.info, error=ErrorInfo.from_exception(error))
+        scopes.extend(scope.children)
 
 
 class IdTaken(ValueError):
@@ -272,6 +294,8 @@ class Controller:
         hooks = self.debugger._hooks
         if hooks.has_run_end:
             hooks.on_run_end(run=info)
+        if scope.parent_unit is None and (scope._failed or scope.children or error is not None):
+            _let_go_of_errors(scope)
 
     def worker_started(self) -> None:
         with self._lock:
@@ -299,9 +323,13 @@ class Controller:
         output: Any,
         error: BaseException | None,
         decision: Any,
+        resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Any:
-        """A point reached by a sync branch: returns the (maybe edited) payload."""
-        stop = self._check(unit, position, state, input, output, error, decision)
+        """A point reached by a sync branch: returns the (maybe edited) payload.
+
+        ``resolve(output)`` gives ``(state, decision)`` of an after point when ``state`` is not
+        given; it is called only when a stop, a condition or an observer needs them."""
+        stop = self._check(unit, position, state, input, output, error, decision, resolve)
         if stop is None:
             return input if position == _BEFORE else output
         while not stop._event.wait(self.idle_timeout):
@@ -318,9 +346,10 @@ class Controller:
         output: Any,
         error: BaseException | None,
         decision: Any,
+        resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Any:
         """A point reached by an async branch: suspends only the calling task."""
-        stop = self._check(unit, position, state, input, output, error, decision)
+        stop = self._check(unit, position, state, input, output, error, decision, resolve)
         if stop is None:
             return input if position == _BEFORE else output
         try:
@@ -346,13 +375,19 @@ class Controller:
         output: Any,
         error: BaseException | None,
         decision: Any,
+        resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Stop | None:
         """Emit the event and decide whether it stops; open the stop if so."""
         root = unit.run.root
         if root.terminated:
             raise Terminated()
+        if resolve is not None and state is not None:
+            resolve = None
         event: Event | None = None
         if self.observe_events:
+            if resolve is not None:
+                state, decision = unit.look(output, resolve)
+                resolve = None
             event = Event(unit.location(position), state, input, output, error, decision)
             self.debugger._hooks.on_event(event=event)
 
@@ -365,6 +400,9 @@ class Controller:
             bp = c.bp
             if not bp.enabled or not c.may_match(position, kind, node):
                 continue
+            if resolve is not None and c.needs_resolve:
+                state, decision = unit.look(output, resolve)
+                resolve = event = None
             if event is None:
                 event = Event(unit.location(position), state, input, output, error, decision)
             try:
@@ -427,6 +465,9 @@ class Controller:
                     reason = StopReason.ENTRY
             if reason is None:
                 return None
+            if resolve is not None:  # the stop shows them
+                state, decision = unit.look(output, resolve)
+                event = None
             reqs = self._steps.get(root.run_id)
             if reqs:
                 # A stop on a branch ends any step still pending on that branch (DAP habit: a

@@ -334,6 +334,12 @@ class Debugger:
             parent = current_unit()
         return self._ctl.begin_run(framework=framework, name=name, input=input, parent=parent)
 
+    def current_unit(self) -> Unit | None:
+        """The unit of this debugger executing in this context (thread or task), if any: an
+        adapter reports a call a unit makes (a tool, a model) in that unit's frame."""
+        unit = current_unit()
+        return unit if unit is not None and unit.run.ctl is self._ctl else None
+
     # ---------------------------------------------------------- breakpoints
 
     def _add(self, type: BreakpointType, **kwargs: Any) -> Breakpoint:

@@ -137,6 +137,12 @@ class ErrorInfo:
             module=type(exc).__module__,
         )
 
+    @classmethod
+    def of(cls, error: BaseException | ErrorInfo) -> ErrorInfo:
+        """``error`` described: an exception as by :meth:`from_exception`, an
+        :class:`ErrorInfo` as it is."""
+        return error if isinstance(error, ErrorInfo) else cls.from_exception(error)
+
     def to_dict(self) -> dict[str, str]:
         """Return a JSON-serializable dict."""
         return {
@@ -199,7 +205,9 @@ class RunInfo:
     ended_at: float | None = None
     input: Any = None
     output: Any = None
-    error: BaseException | None = None
+    #: the exception that ended the run; once the run has ended and its observers were told,
+    #: its :class:`ErrorInfo` (so that no frame of the run stays alive)
+    error: BaseException | ErrorInfo | None = None
     #: labels an adapter gives the run (LangGraph: its checkpointer ``thread_id``), recorded
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -222,7 +230,7 @@ class RunInfo:
             "ended_at": self.ended_at,
             "input": jsonable(self.input),
             "output": jsonable(self.output),
-            "error": None if self.error is None else ErrorInfo.from_exception(self.error).to_dict(),
+            "error": None if self.error is None else ErrorInfo.of(self.error).to_dict(),
             "tags": dict(self.tags),
         }
 

@@ -61,7 +61,7 @@ def step_record(unit: Unit) -> StepRecord:
         output=value("output"),
         state=state,
         decision=decision,
-        error=None if error is None else ErrorInfo.from_exception(error),
+        error=None if error is None else ErrorInfo.of(error),
         child_run_id=unit.child_run_id,
     )
 
@@ -83,7 +83,7 @@ def run_record(scope: RunScope) -> RunRecord:
         ended_at=info.ended_at,
         input=info.input,
         output=info.output,
-        error=None if info.error is None else ErrorInfo.from_exception(info.error),
+        error=None if info.error is None else ErrorInfo.of(info.error),
         pid=os.getpid(),
         host=_HOST,
         tags=dict(info.tags),

@@ -18,6 +18,7 @@ With no breakpoints, stepping, pause or observers, each call costs a few attribu
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import itertools
 import os
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.errors import Terminated
-from flowdbg.events import Location, Position, RunInfo, RunStatus
+from flowdbg.events import ErrorInfo, Location, Position, RunInfo, RunStatus
 
 if TYPE_CHECKING:
     from flowdbg.controller import Controller
@@ -68,9 +69,12 @@ class RunScope:
     __slots__ = (
         "_counter",
         "_ended",
+        "_failed",
         "_is_frame",
         "_path",
         "_root",
+        "_unsettled",
+        "adapter_data",
         "check_edit",
         "children",
         "ctl",
@@ -101,6 +105,8 @@ class RunScope:
         #: :class:`flowdbg.EditRefused` for an edit its framework would not apply (a frame,
         #: holding tool and model calls, has none)
         self.check_edit: Callable[[Unit, str, Any], None] | None = None
+        #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
+        self.adapter_data: Any = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
         if frame_of is None:
@@ -108,18 +114,73 @@ class RunScope:
             self._path = info.path
             #: finished units, in finishing order (the run log reads them)
             self.units: list[Unit] = []
+            #: finished units whose state after is not known yet (see :meth:`settle`)
+            self._unsettled: collections.deque[Unit] = collections.deque()
         else:  # a frame inside a unit of the same run: same run id, step counter and units
             assert parent_unit is not None
             self._counter = frame_of._counter
             self._path = (*parent_unit.run._path, parent_unit.node)
             self.units = frame_of.units
             self.children = frame_of.children
+            self._unsettled = frame_of._unsettled
+        #: units of this run tree that ended with an exception (top-level runs only; see
+        #: Controller.end_run, which lets go of the exceptions once the run ended)
+        self._failed: list[Unit] | None = [] if parent_unit is None else None
 
     def _finished(self, unit: Unit) -> None:
         self.units.append(unit)  # list.append is atomic: parallel branches may finish at once
         recorder = self.ctl.recorder
         if recorder is not None:
             recorder.unit_finished(unit)
+
+    @property
+    def quiet(self) -> bool:
+        """True while nothing can stop, log or observe a point of this debugger: an adapter may
+        then skip computing payloads (a state nobody will read)."""
+        return self.ctl.quiet
+
+    @property
+    def recording(self) -> bool:
+        """Whether finished units are recorded."""
+        return self.ctl.recorder is not None
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether finished units of this run wait for :meth:`settle`."""
+        return bool(self._unsettled)
+
+    def settle(self, state: Any, *, superstep: int | None = None) -> None:
+        """The framework committed what the run's finished units wrote: ``state`` is the run's
+        state now. Every unit that finished with ``after(..., deferred=True)`` and whose state
+        is still unknown takes ``state`` as its state after (the run log shows it), and is
+        recorded.
+
+        Call it where the framework has committed, with a state it has already computed (the
+        next superstep's input, the run's final values): flowdbg never runs the framework's or
+        the user's code (reducers) a second time to learn a state.
+
+        :param state: the run's committed state.
+        :param superstep: settle only the units of supersteps before this one (units of the
+            current superstep may finish while others of it start).
+        """
+        pending = self._unsettled
+        if not pending:
+            return
+        keep = []
+        recorder = self.ctl.recorder
+        while True:
+            try:
+                unit = pending.popleft()  # atomic: parallel branches may settle at once
+            except IndexError:
+                break
+            if superstep is not None and (unit.superstep is None or unit.superstep >= superstep):
+                keep.append(unit)
+                continue
+            if unit.state is None:
+                unit.state = state
+            if recorder is not None:
+                recorder.unit_finished(unit)
+        pending.extend(keep)
 
     @property
     def root(self) -> RunScope:
@@ -190,6 +251,9 @@ class RunScope:
         if self._ended or self._is_frame:
             return
         self._ended = True
+        self.adapter_data = None
+        if self._unsettled:  # what the framework never committed keeps the state before it
+            self.settle(None)
         self.ctl.end_run(self, output=output, error=error, suspended=suspended)
 
     def has_suspended_units(self) -> bool:
@@ -205,7 +269,6 @@ class Unit:
 
     __slots__ = (
         "_frame",
-        "_resolve",
         "_token",
         "attempt",
         "branch",
@@ -228,7 +291,9 @@ class Unit:
     )
 
     # Set when known (see __init__); declared here for type checkers.
-    exception: BaseException | None
+    #: the exception the unit ended with; once its top-level run has ended, its
+    #: :class:`flowdbg.ErrorInfo` (the history keeps no frames alive)
+    exception: BaseException | ErrorInfo | None
     #: set by an adapter when a stop at this unit needs a word of warning (shown as
     #: ``Stop.message``), e.g. that time held there counts against a framework timeout
     note: str
@@ -256,7 +321,7 @@ class Unit:
         self.child_run_id: str | None = None
         # What the run log and the recorder keep of the unit. To keep this constructor cheap
         # (it runs for every node) these are set when known: started_at and input in before,
-        # output, state, decision and _resolve in after, status, exception and ended_at when
+        # output, state and decision in after, status, exception and ended_at when
         # the unit finishes. Read them with record_value().
         self.status = "running"
 
@@ -332,15 +397,20 @@ class Unit:
         state: Any = None,
         decision: Any = None,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
+        deferred: bool = False,
     ) -> Any:
         """Report the ``after`` point; may block. Returns the output to commit (maybe edited).
 
         :param output: what the unit returns (the update it commits, a tool result).
         :param state: the state with the output applied, where the framework can show it.
         :param decision: the routing result (next nodes), where known.
-        :param resolve: instead of ``state`` and ``decision``: ``resolve(output)`` returns both,
-            called only when someone looks (a stop, a condition, an observer, the recorder's
-            writer thread), so the hot path stays cheap.
+        :param resolve: instead of ``state`` (and ``decision``): ``resolve(output)`` returns
+            both. It is called at most once, during this point, on this thread, and only when
+            someone looks (a stop, a condition or watch reading the state, an observer), so a
+            run nobody stops costs nothing and runs no framework or user code a second time.
+        :param deferred: the framework commits the unit's writes later (at the end of its
+            superstep): the state after the unit, unless the point resolved it, is the state
+            given to :meth:`RunScope.settle` (the unit is recorded then).
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         token = self._token  # self._exit(), inlined: this runs for every unit
@@ -354,27 +424,30 @@ class Unit:
         run = self.run
         ctl = run.ctl
         if not ctl.quiet:
-            if resolve is not None and ctl.wants_after_state:
-                state, decision = resolve(output)
+            self.state = state
+            self.decision = decision
             try:
-                edited = ctl.point(self, _AFTER, state, None, output, None, decision)
+                edited = ctl.point(self, _AFTER, state, None, output, None, decision, resolve)
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
-            if edited is not output and resolve is not None:
-                state = decision = None  # resolve again from the edited output when read
-            output = edited
+            state, decision = self.state, self.decision  # resolved there if someone looked
+            if edited is not output:
+                if resolve is not None:  # resolved from the output the edit replaced
+                    state = decision = None
+                output = edited
         # Every outcome is stored, None included: reading an unset slot (record_value) raises
         # and catches an AttributeError, which costs the recorder far more than these stores.
         self.output = output
         self.state = state
         self.decision = decision
-        self._resolve = resolve if state is None else None
         self.status = "completed"
         self.exception = None
         self.ended_at = ended
         run.units.append(self)  # list.append is atomic: parallel branches may finish at once
-        if ctl.recorder is not None:
+        if deferred and state is None:
+            run._unsettled.append(self)  # recorded when settled
+        elif ctl.recorder is not None:
             ctl.recorder.unit_finished(self)
         return output
 
@@ -422,27 +495,39 @@ class Unit:
         state: Any = None,
         decision: Any = None,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
+        deferred: bool = False,
     ) -> Any:
         """Async form of :meth:`after`."""
         self._exit()
         ended = _now()
-        ctl = self.run.ctl
+        run = self.run
+        ctl = run.ctl
         if not ctl.quiet:
-            if resolve is not None and ctl.wants_after_state:
-                state, decision = resolve(output)
+            self.state = state
+            self.decision = decision
             try:
-                edited = await ctl.apoint(self, _AFTER, state, None, output, None, decision)
+                edited = await ctl.apoint(
+                    self, _AFTER, state, None, output, None, decision, resolve
+                )
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
-            if edited is not output and resolve is not None:
-                state = decision = None
-            output = edited
+            state, decision = self.state, self.decision
+            if edited is not output:
+                if resolve is not None:
+                    state = decision = None
+                output = edited
         self.output = output
         self.state = state
         self.decision = decision
-        self._resolve = resolve if state is None else None
-        self._finish("completed", None, ended)
+        self.status = "completed"
+        self.exception = None
+        self.ended_at = ended
+        run.units.append(self)
+        if deferred and state is None:
+            run._unsettled.append(self)
+        elif ctl.recorder is not None:
+            ctl.recorder.unit_finished(self)
         return output
 
     async def aerror(self, exc: BaseException, *, state: Any = None) -> None:
@@ -465,17 +550,26 @@ class Unit:
         self.status = status
         self.exception = exc
         self.ended_at = _now() if ended is None else ended
+        if exc is not None:
+            failed = self.run.root._failed
+            if failed is not None:
+                failed.append(self)
         self.run._finished(self)
 
+    def look(self, output: Any, resolve: Callable[[Any], tuple[Any, Any]]) -> tuple[Any, Any]:
+        """``(state, decision)`` at the after point, from ``resolve(output)`` (internal: the
+        controller calls it when a stop, a condition or an observer needs them)."""
+        try:
+            state, decision = resolve(output)
+        except Exception:  # the framework reports a bad update itself
+            state, decision = None, None
+        self.state = state
+        if decision is not None:
+            self.decision = decision
+        return self.state, self.decision
+
     def resolved(self) -> tuple[Any, Any]:
-        """``(state, decision)`` after the unit, resolving them now if they were deferred."""
-        resolve = getattr(self, "_resolve", None)
-        if resolve is not None:
-            try:
-                self.state, self.decision = resolve(self.output)
-            except Exception:  # the framework reports a bad update itself
-                pass
-            self._resolve = None
+        """``(state, decision)`` after the unit, as far as they are known."""
         return getattr(self, "state", None), getattr(self, "decision", None)
 
     def record_value(self, name: str) -> Any:

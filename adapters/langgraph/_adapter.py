@@ -119,10 +119,13 @@ class LangGraphAdapter(Adapter):
             Capability.DESCRIBE,
             Capability.TOOL_CALLS,
             Capability.LLM_CALLS,
+            Capability.SUPERSTEPS,
             # Not TOOL_ARG_EDITING: the arguments and results of the calls a ToolNode makes (an
             # agent's tools node) can be edited, through its wrap_tool_call hook, but a tool a
             # node calls itself is seen through LangChain callbacks, which get a copy; editing
             # those is refused with EditRefused.
+            # Not HANDOFFS yet: a node returning Command(goto=...) is reported as a node whose
+            # decision is the goto, not as a unit of kind "handoff".
         }
     )
 
@@ -190,6 +193,14 @@ class LangGraphAdapter(Adapter):
         if id(graph) in seen:
             return
         seen.add(id(graph))
+        if not _nodes(graph) and id(graph) not in _GRAPHS:
+            # A compiled StateGraph gets its nodes after __init__ (CompiledStateGraph.attach_node,
+            # called by compile()); attached before that, nothing would be instrumented and
+            # later attaches would be no-ops.
+            raise AdapterError(
+                f"graph {_name(graph)!r} has no nodes yet, so there is nothing to debug; "
+                "attach it once it is built (after StateGraph.compile() returns)"
+            )
         held = _GRAPHS.get(id(graph))
         if held is not None and held.debugger is not debugger:
             raise AdapterError(
@@ -220,7 +231,6 @@ class LangGraphAdapter(Adapter):
             debugger,
             _state_keys(graph),
             self._handler(debugger, tasks=_is_entrypoint(graph)),
-            getattr(graph, "channels", None),
         )
         for name, node in _nodes(graph):
             for sub in _subgraphs(node):

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
     from flowdbg.runtime import RunScope
 
-__all__ = ["RUN", "Commit", "GraphRun", "Traced", "debugged_class", "decision_of"]
+__all__ = ["RUN", "Commit", "GraphRun", "Mark", "Traced", "debugged_class", "decision_of"]
 
 # Keys of LangGraph's per-task config (langgraph._internal._constants; kept as strings so a
 # moved module does not break the import).
@@ -60,8 +60,8 @@ RUN: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
 )
 
 
-#: the unit of the node whose writers run in this context (from its before to its after point)
-_TASK: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
+#: the node whose writers run in this context (from its before to its after point)
+_TASK: contextvars.ContextVar[Running | None] = contextvars.ContextVar(
     "flowdbg_langgraph_task", default=None
 )
 
@@ -103,72 +103,56 @@ def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
 class GraphInfo:
     """What the hooks of one attached graph need to know about it."""
 
-    __slots__ = ("acalls", "calls", "debugger", "reducers", "state_keys")
+    __slots__ = ("acalls", "calls", "debugger", "state_keys")
 
     def __init__(
         self,
         debugger: Debugger,
         state_keys: list[str],
         calls: tuple[CallHandler, AsyncCallHandler],
-        channels: dict[str, Any] | None = None,
     ) -> None:
         self.debugger = debugger
         self.state_keys = state_keys
-        #: per state key, how an update combines with the value (None: it replaces it), or
-        #: None when a channel is of a kind flowdbg does not replay (see merge_writes)
-        self.reducers = _reducers(channels or {}, state_keys)
         #: report the model and tool calls of the graph's nodes in sync and async runs (one
         #: pair per debugger, so a subgraph's run does not add them again)
         self.calls, self.acalls = calls
 
 
-_REPLACING = frozenset(
-    {"LastValue", "LastValueAfterFinish", "AnyValue", "UntrackedValue", "EphemeralValue"}
-)
-
-
-def _reducers(channels: dict[str, Any], keys: list[str]) -> dict[str, Any] | None:
-    reducers: dict[str, Any] = {}
-    for key in keys:
-        channel: Any = channels.get(key)
-        kind = type(channel).__name__
-        if kind == "BinaryOperatorAggregate":
-            reducers[key] = channel.operator
-        elif kind in _REPLACING:
-            reducers[key] = None
-        else:  # Topic, managed values, something newer: read the state from LangGraph instead
-            return None
-    return reducers
-
-
-def merge_writes(
-    state: dict[str, Any], writes: Sequence[tuple[str, Any]], reducers: dict[str, Any]
-) -> dict[str, Any]:
-    """The state after a task: its writes applied to the state it read, the way LangGraph's
-    channels apply them (``BinaryOperatorAggregate``: ``operator(value, update)``, the first
-    update of an unset key taken as is, ``Overwrite`` replacing; the others: the update
-    replaces the value). Pure, so the recorder's thread can do it after the task."""
-    merged = dict(state)
-    for channel, value in writes:
-        if channel not in reducers:
-            continue
-        reducer = reducers[channel]
-        if type(value).__name__ == "Overwrite":
-            merged[channel] = value.value
-        elif reducer is None or channel not in merged:
-            merged[channel] = value
-        else:
-            merged[channel] = reducer(merged[channel], value)
-    return merged
-
-
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
-    """The graph state as this task sees it; ``fresh`` applies the task's own writes (LangGraph's
-    ``local_read``, valid only while the task runs)."""
+    """The graph state as this task sees it: the channels' values (LangGraph's ``local_read``).
+
+    ``fresh`` applies the task's own writes to copies of the channels first, which runs the
+    channels' reducers (``add_messages``, the user's own) on them: LangGraph does that itself
+    for a conditional edge's router; flowdbg only when someone looks at an after point (a stop,
+    a condition or watch reading the state), never for the record.
+    """
     read = config["configurable"].get(_READ)
     if read is None:  # pragma: no cover - every task config has a reader
         return None
     return read(keys, fresh)
+
+
+def _settle(scope: RunScope, keys: list[str], config: RunnableConfig, superstep: Any) -> None:
+    """Give the units of earlier supersteps the state LangGraph committed after them: the
+    channels' values, which a task of a later superstep reads (no reducer runs)."""
+    try:
+        state = _read(config, keys, False)
+    except Exception:  # pragma: no cover - the read of a live task does not fail
+        return
+    scope.settle(state, superstep=superstep if isinstance(superstep, int) else None)
+
+
+def _end(scope: RunScope, info: GraphInfo, **outcome: Any) -> None:
+    """End the run. Its last units first get the channels' final values, read through the
+    reader of one of its tasks (kept in ``scope.adapter_data``: the loop's channels outlive
+    the loop)."""
+    read = scope.adapter_data
+    if read is not None and scope.unsettled:
+        try:
+            scope.settle(read(info.state_keys, False))
+        except Exception:  # pragma: no cover - a reader of a finished loop still reads
+            pass
+    scope.end(**outcome)
 
 
 def _timeout_note(name: str, timeout: Any) -> str | None:
@@ -244,66 +228,102 @@ class Traced(Runnable[Any, Any]):
             return input
         return None if quiet else _read(config, self.info.state_keys, False)
 
+    def _start(self, scope: RunScope, input: Any, config: RunnableConfig) -> tuple[Unit, Any]:
+        """The node's unit and the state it sees (settling the units before it first)."""
+        if scope.unsettled:
+            step = (config.get("metadata") or {}).get("langgraph_step")
+            _settle(scope, self.info.state_keys, config, step)
+        return self._unit(scope, config), self._state(input, config, scope.quiet)
+
+    def _raised(self, unit: Unit, exc: BaseException, config: RunnableConfig, state: Any) -> None:
+        """What the unit reports when the node's run raised ``exc`` (then re-raised)."""
+        if isinstance(exc, ParentCommand):  # the node handed a Command to a parent graph
+            if unit.status == "running":  # (a subgraph's node did): the node is done
+                _command_after(unit, exc, unit.after(output=exc.args[0], decision=_goto(exc)))
+        elif isinstance(exc, GraphBubbleUp):  # interrupt(): the node runs again on resume
+            self._done(config)
+            unit.discard(exc, status="suspended")
+        elif isinstance(exc, Exception):
+            if unit.status == "running":
+                unit.error(exc, state=state)
+        else:
+            unit.discard(exc)
+
+    async def _araised(
+        self, unit: Unit, exc: BaseException, config: RunnableConfig, state: Any
+    ) -> None:
+        """Async form of :meth:`_raised`."""
+        if isinstance(exc, ParentCommand):
+            if unit.status == "running":
+                edited = await unit.aafter(output=exc.args[0], decision=_goto(exc))
+                _command_after(unit, exc, edited)
+        elif isinstance(exc, GraphBubbleUp):
+            self._done(config)
+            unit.discard(exc, status="suspended")
+        elif isinstance(exc, Exception):
+            if unit.status == "running":
+                await unit.aerror(exc, state=state)
+        else:
+            unit.discard(exc)
+
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         scope = RUN.get()
         if scope is None or config is None:
             return self.seq.invoke(input, config, **kwargs)
-        unit = self._unit(scope, config)
-        state = self._state(input, config, scope.ctl.quiet)
+        unit, state = self._start(scope, input, config)
         input = unit.before(state=state, input=input)
-        token = _TASK.set(unit)
+        token = _TASK.set(Running(unit))
         try:
             result = self.seq.invoke(input, config, **kwargs)
-            self._done(config)
-            return result
-        except ParentCommand as exc:  # the node handed a Command to a parent graph
-            if unit.status == "running":  # (a subgraph's node did): the node is done
-                _command_after(unit, exc, unit.after(output=exc.args[0], decision=_goto(exc)))
-            raise
-        except GraphBubbleUp as exc:  # interrupt(): the node runs again on resume
-            self._done(config)
-            unit.discard(exc, status="suspended")
-            raise
-        except Exception as exc:
-            if unit.status == "running":
-                unit.error(exc, state=state)
-            raise
         except BaseException as exc:
-            unit.discard(exc)
+            self._raised(unit, exc, config, state)
             raise
         finally:
             _TASK.reset(token)
+        self._done(config)
+        return result
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         scope = RUN.get()
         if scope is None or config is None:
             return await self.seq.ainvoke(input, config, **kwargs)
-        unit = self._unit(scope, config)
-        state = self._state(input, config, scope.ctl.quiet)
+        unit, state = self._start(scope, input, config)
         input = await unit.abefore(state=state, input=input)
-        token = _TASK.set(unit)
+        token = _TASK.set(Running(unit))
         try:
             result = await self.seq.ainvoke(input, config, **kwargs)
-            self._done(config)
-            return result
-        except ParentCommand as exc:
-            if unit.status == "running":
-                edited = await unit.aafter(output=exc.args[0], decision=_goto(exc))
-                _command_after(unit, exc, edited)
-            raise
-        except GraphBubbleUp as exc:
-            self._done(config)
-            unit.discard(exc, status="suspended")
-            raise
-        except Exception as exc:
-            if unit.status == "running":
-                await unit.aerror(exc, state=state)
-            raise
         except BaseException as exc:
-            unit.discard(exc)
+            await self._araised(unit, exc, config, state)
             raise
         finally:
             _TASK.reset(token)
+        self._done(config)
+        return result
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        # LangGraph runs a node through astream when a streaming callback handler is present
+        # (astream_events, astream_log: pregel/_retry.py, ``if stream: task.proc.astream``).
+        # The node's RunnableSeq taps its output there for those handlers (the node's
+        # on_chain_stream events, /logs/<node>/streamed_output): iterate it, do not invoke it.
+        scope = RUN.get()
+        if scope is None or config is None:
+            async for chunk in self.seq.astream(input, config, **kwargs):
+                yield chunk
+            return
+        unit, state = self._start(scope, input, config)
+        input = await unit.abefore(state=state, input=input)
+        token = _TASK.set(Running(unit))
+        try:
+            async for chunk in self.seq.astream(input, config, **kwargs):
+                yield chunk
+        except BaseException as exc:
+            await self._araised(unit, exc, config, state)
+            raise
+        finally:
+            _TASK.reset(token)
+        self._done(config)
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.node_name!r}>"
@@ -334,30 +354,76 @@ def _writes(config: RunnableConfig) -> Any:
     return getattr(config["configurable"].get(_SEND), "__self__", None)
 
 
-class Commit(Runnable[Any, Any]):
-    """After the node: runs its writers, then the unit's after point with the decision they
-    wrote. (One step for all writers: every step of a ``RunnableSeq`` costs a child callback
-    manager, about 18 µs in langgraph 1.2, so the hook adds no steps to what LangGraph runs.)"""
+class Running:
+    """What the steps of one node's run share: its unit, and where its writes begin."""
 
-    def __init__(self, writers: Sequence[Runnable[Any, Any]], info: GraphInfo) -> None:
+    __slots__ = ("mark", "unit")
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.mark = 0
+
+
+def _mark(config: RunnableConfig | None) -> None:
+    """Note where the running node's writes begin (before its first writer runs)."""
+    running = _TASK.get()
+    writes = None if config is None else _writes(config)
+    if running is not None and writes is not None:
+        running.mark = len(writes)
+
+
+class Mark(Runnable[Any, Any]):
+    """Stands for a node's first writer when it has several: notes where the node's writes
+    begin, then runs the writer with the config its step was given."""
+
+    def __init__(self, writer: Runnable[Any, Any]) -> None:
+        self.writer = writer
+        self.name = writer.name
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        _mark(config)
+        return self.writer.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        _mark(config)
+        return await self.writer.ainvoke(input, config, **kwargs)
+
+
+class Commit(Runnable[Any, Any]):
+    """Stands for a node's last writer: runs it, then the unit's after point with the decision
+    the writers wrote; an edit made there replaces the node's writes by those of the edited
+    output.
+
+    Each writer stays its own step of the node's ``RunnableSeq`` (:class:`Mark` and
+    :class:`Commit` only stand in for the first and the last), so the callbacks and events of
+    the writers (a conditional edge's router, its ``seq:step:N`` tag) are what LangGraph's own
+    sequence gives them, and the hook adds no step to what LangGraph runs."""
+
+    def __init__(
+        self, writers: Sequence[Runnable[Any, Any]], info: GraphInfo, *, first: bool
+    ) -> None:
+        #: every writer of the node (all run again for an edited output), the last one this
+        #: step's
         self.writers = list(writers)
+        self.writer = self.writers[-1]
+        self.name = self.writer.name
+        #: whether this is also the first writer (the node has one)
+        self.first = first
         self.info = info
 
     def _after(self, unit: Unit, config: RunnableConfig, writes: Any, mark: int) -> Any:
-        """``(state, decision, resolve)`` for the after point, from the writes the writers
-        made. A stop or a condition gets the state from LangGraph at once; the recorder alone
-        gets a ``resolve`` that replays the writes on its own thread, later."""
+        """``(decision, resolve)`` for the after point: the nodes the writers' writes trigger,
+        and how to read the state after the node should someone look while the point is open.
+        The run log and the record get the state LangGraph commits at the end of the superstep
+        (``settle``); the reader of this task serves to read it at the run's end."""
         made = () if writes is None else list(writes)[mark:]
         decision = decision_of(made)
-        ctl = unit.run.ctl
-        if not ctl.quiet:
-            return _read(config, self.info.state_keys, True), decision, None
-        if ctl.recorder is None:
-            return None, decision, None
-        before, reducers = unit.state_before, self.info.reducers
-        if isinstance(before, dict) and reducers is not None:
-            return None, decision, lambda output: (merge_writes(before, made, reducers), decision)
-        return _read(config, self.info.state_keys, True), decision, None
+        scope = unit.run
+        scope.adapter_data = config["configurable"].get(_READ)
+        if scope.quiet:
+            return decision, None
+        keys = self.info.state_keys
+        return decision, lambda output: (_read(config, keys, True), decision)
 
     def _rewrite(self, writes: Any, mark: int) -> None:
         """Drop the writes the writers made for the output an edit replaced."""
@@ -365,62 +431,49 @@ class Commit(Runnable[Any, Any]):
         writes.clear()
         writes.extend(kept)
 
-    def _rewritten(self, unit: Unit, writes: Any, mark: int, config: RunnableConfig) -> None:
-        unit.decision = decision_of(list(writes)[mark:])
-        if unit.state is not None:
-            unit.state = _read(config, self.info.state_keys, True)
-
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        task = _TASK.get()
-        writes = None if config is None else _writes(config)
-        mark = 0 if writes is None else len(writes)
-        try:
-            for writer in self.writers:
-                writer.invoke(input, config)
-        except ParentCommand as exc:  # a Command(graph=PARENT): after point, then up it goes
-            if task is not None and task.status == "running":
-                _command_after(task, exc, task.after(output=input, decision=_goto(exc)))
-            raise
-        unit = task
-        if unit is None or config is None or unit.status != "running":
-            return input
-        state, decision, resolve = self._after(unit, config, writes, mark)
-        output = unit.after(output=input, state=state, decision=decision, resolve=resolve)
+        if self.first:
+            _mark(config)
+        result = self.writer.invoke(input, config, **kwargs)
+        running = _TASK.get()
+        if running is None or config is None or running.unit.status != "running":
+            return result
+        unit, writes, mark = running.unit, _writes(config), running.mark
+        decision, resolve = self._after(unit, config, writes, mark)
+        output = unit.after(output=input, decision=decision, resolve=resolve, deferred=True)
         if output is not input and writes is not None:  # edited at the stop: write that instead
             self._rewrite(writes, mark)
             for writer in self.writers:
-                writer.invoke(output, config)
-            self._rewritten(unit, writes, mark, config)
-        return output
+                result = writer.invoke(output, config)
+            # the state after the edited output is the one LangGraph commits (settle)
+            unit.decision = decision_of(list(writes)[mark:])
+        return result
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        task = _TASK.get()
-        writes = None if config is None else _writes(config)
-        mark = 0 if writes is None else len(writes)
-        try:
-            for writer in self.writers:
-                await writer.ainvoke(input, config)
-        except ParentCommand as exc:
-            if task is not None and task.status == "running":
-                edited = await task.aafter(output=input, decision=_goto(exc))
-                _command_after(task, exc, edited)
-            raise
-        unit = task
-        if unit is None or config is None or unit.status != "running":
-            return input
-        state, decision, resolve = self._after(unit, config, writes, mark)
-        output = await unit.aafter(output=input, state=state, decision=decision, resolve=resolve)
+        if self.first:
+            _mark(config)
+        result = await self.writer.ainvoke(input, config, **kwargs)
+        running = _TASK.get()
+        if running is None or config is None or running.unit.status != "running":
+            return result
+        unit, writes, mark = running.unit, _writes(config), running.mark
+        decision, resolve = self._after(unit, config, writes, mark)
+        output = await unit.aafter(output=input, decision=decision, resolve=resolve, deferred=True)
         if output is not input and writes is not None:
             self._rewrite(writes, mark)
             for writer in self.writers:
-                await writer.ainvoke(output, config)
-            self._rewritten(unit, writes, mark, config)
-        return output
+                result = await writer.ainvoke(output, config)
+            unit.decision = decision_of(list(writes)[mark:])
+        return result
 
 
 def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:
     """The :class:`Traced` runnable for one ``PregelNode``."""
-    steps = [node.bound, Commit(node.flat_writers, info)]
+    writers = list(node.flat_writers)
+    if len(writers) > 1:
+        steps = [node.bound, Mark(writers[0]), *writers[1:-1], Commit(writers, info, first=False)]
+    else:
+        steps = [node.bound, Commit(writers, info, first=True)]
     try:
         seq = RunnableSeq(*steps, trace_policy=getattr(node, "trace_policy", None))
     except TypeError:  # pragma: no cover - RunnableSeq before trace_policy
@@ -553,16 +606,16 @@ class GraphRun:
                 yield chunk
         except GeneratorExit:  # the consumer stopped iterating: the run ends here
             inner.close()
-            scope.end(output=latest, suspended=scope.has_suspended_units())
+            _end(scope, info, output=latest, suspended=scope.has_suspended_units())
             raise
         except GraphBubbleUp as exc:  # a subgraph's interrupt() or Command to a parent
-            scope.end(output=latest, suspended=isinstance(exc, GraphInterrupt))
+            _end(scope, info, output=latest, suspended=isinstance(exc, GraphInterrupt))
             raise
         except BaseException as exc:
-            scope.end(error=exc)
+            _end(scope, info, error=exc)
             raise
         # an interrupt() in a node ends the top-level stream normally, its node suspended
-        scope.end(output=latest, suspended=scope.has_suspended_units())
+        _end(scope, info, output=latest, suspended=scope.has_suspended_units())
 
     @staticmethod
     async def aiterate(
@@ -589,15 +642,15 @@ class GraphRun:
                 yield chunk
         except GeneratorExit:
             await _aclose(inner)
-            scope.end(output=latest, suspended=scope.has_suspended_units())
+            _end(scope, info, output=latest, suspended=scope.has_suspended_units())
             raise
         except GraphBubbleUp as exc:
-            scope.end(output=latest, suspended=isinstance(exc, GraphInterrupt))
+            _end(scope, info, output=latest, suspended=isinstance(exc, GraphInterrupt))
             raise
         except BaseException as exc:
-            scope.end(error=exc)
+            _end(scope, info, error=exc)
             raise
-        scope.end(output=latest, suspended=scope.has_suspended_units())
+        _end(scope, info, output=latest, suspended=scope.has_suspended_units())
 
 
 async def _aclose(inner: AsyncIterator[Any]) -> None:

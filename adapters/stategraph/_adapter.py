@@ -26,11 +26,9 @@ from typing import TYPE_CHECKING, Any
 from flowdbg.adapter import Adapter, Capability
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
-from flowdbg.runtime import Unit, current_unit
 
 if TYPE_CHECKING:
-    from flowdbg.debugger import Debugger
-    from flowdbg.runtime import RunScope
+    from flowdbg import Debugger, RunScope, Unit
 
 __all__ = ["StateGraphAdapter"]
 
@@ -59,30 +57,30 @@ class _Attachment:
 class _NodeHook:
     """Stands in for an engine ``Node`` and reports each call as a unit."""
 
-    def __init__(self, inner: Any, debugger: Debugger) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = inner.name
         self.fn = inner.fn
         self.retry = inner.retry
         self.retry_on = inner.retry_on
         self.subgraph = inner.subgraph
-        self._ctl = debugger._ctl
 
     # The two methods below are the per-node hot path: keep them flat.
+    #
+    # The state after a node is the engine's to compute: a task's ``details`` (its update
+    # merged through the reducers, and its routes) is asked for only while a point is open and
+    # someone looks. What the record keeps is the state the engine committed: each task of a
+    # superstep receives it as its input (``settle``), the run's output is the last one.
 
     def invoke(self, state: dict[str, Any]) -> Any:
         scope = _RUN.get()
         task = _graph.CURRENT_TASK.get()
         if scope is None or task is None:
             return self.inner.invoke(state)
-        unit = Unit(
-            scope,
-            self.name,
-            "node",
-            next(scope._counter),
-            task.superstep,
-            task.branch,
-            task.attempt,
+        if scope.unsettled:
+            scope.settle(state, superstep=task.superstep)
+        unit = scope.unit(
+            self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
         state = unit.before(state=state)
         try:
@@ -93,21 +91,20 @@ class _NodeHook:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        return unit.after(output=out, resolve=task.details)
+        out = unit.after(output=out, resolve=task.details, deferred=True)
+        if unit.decision is None:
+            unit.decision = _routes(task, out)
+        return out
 
     async def ainvoke(self, state: dict[str, Any]) -> Any:
         scope = _RUN.get()
         task = _graph.CURRENT_TASK.get()
         if scope is None or task is None:
             return await self.inner.ainvoke(state)
-        unit = Unit(
-            scope,
-            self.name,
-            "node",
-            next(scope._counter),
-            task.superstep,
-            task.branch,
-            task.attempt,
+        if scope.unsettled:
+            scope.settle(state, superstep=task.superstep)
+        unit = scope.unit(
+            self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
         state = await unit.abefore(state=state)
         try:
@@ -118,10 +115,24 @@ class _NodeHook:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        return await unit.aafter(output=out, resolve=task.details)
+        out = await unit.aafter(output=out, resolve=task.details, deferred=True)
+        if unit.decision is None:
+            unit.decision = _routes(task, out)
+        return out
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.name!r} around {self.inner!r}>"
+
+
+def _routes(task: Any, update: Any) -> list[str] | None:
+    """The nodes ``update`` leads to, for the run log and the record. The engine routes every
+    update as soon as the node returns (``Task.route``, cached by the update's identity), so
+    asking first runs no router or reducer more often than the engine does; an update it
+    rejects has none."""
+    try:
+        return list(task.route(update))
+    except Exception:
+        return None
 
 
 class StateGraphAdapter(Adapter):
@@ -169,7 +180,7 @@ class StateGraphAdapter(Adapter):
                 owned.append(sub)
         original = dict(target.nodes)
         for name, node in original.items():
-            target.nodes[name] = _NodeHook(node, debugger)
+            target.nodes[name] = _NodeHook(node)
         target.__dict__[_MARK] = _Attachment(debugger, original, owned, target.interceptor)
         target.interceptor = _Reporter(debugger)
 
@@ -193,17 +204,11 @@ class _Reporter:
 
     def __init__(self, debugger: Debugger) -> None:
         self._dbg = debugger
-        self._ctl = debugger._ctl
 
     # -- runs --
 
-    # Both open the run with the controller directly (what Debugger.begin_run does, one call
-    # less per run).
-
     def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._ctl.begin_run(
-            framework="stategraph", name=graph.name, input=state, parent=current_unit()
-        )
+        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
         token = _RUN.set(scope)
         calls = _graph.CALL_INTERCEPTOR.set(self)
         try:
@@ -214,13 +219,12 @@ class _Reporter:
         finally:
             _graph.CALL_INTERCEPTOR.reset(calls)
             _RUN.reset(token)
+        scope.settle(out)  # the final state: what the last superstep committed
         scope.end(output=out)
         return out
 
     async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._ctl.begin_run(
-            framework="stategraph", name=graph.name, input=state, parent=current_unit()
-        )
+        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
         token = _RUN.set(scope)
         calls = _graph.CALL_INTERCEPTOR.set(self)
         try:
@@ -231,14 +235,15 @@ class _Reporter:
         finally:
             _graph.CALL_INTERCEPTOR.reset(calls)
             _RUN.reset(token)
+        scope.settle(out)
         scope.end(output=out)
         return out
 
     # -- tool and model calls made by a node --
 
     def _call_unit(self, target: Any) -> tuple[Unit, Unit] | None:
-        parent = current_unit()
-        if parent is None or parent.run.ctl is not self._dbg._ctl:
+        parent = self._dbg.current_unit()
+        if parent is None:
             return None
         return parent.frame().unit(target.name, kind=target.kind), parent
 

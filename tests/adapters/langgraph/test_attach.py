@@ -266,3 +266,31 @@ def test_describe_lists_nodes_edges_routers_and_subgraphs(dbg: flowdbg.Debugger)
 
     looped = dbg.describe(lg.loop())
     assert looped["conditional_edges"][0]["targets"] == ["done", "inc"]
+
+
+def test_a_graph_without_nodes_yet_is_refused_and_left_as_it_was() -> None:
+    # LangGraph fills a compiled graph's nodes after constructing it (compile() calls
+    # attach_node for each): attached in between there would be nothing to instrument.
+    builder = StateGraph(lg.Linear)
+    builder.add_node("a", lambda s: {"x": s["x"] + 1})
+    builder.add_edge(START, "a")
+    empty = builder.compile()  # as it is between the constructor and the first node's turn
+    start = empty.nodes["__start__"]
+    empty.nodes.clear()
+    empty.nodes["__start__"] = start
+    before = (type(empty), dict(empty.nodes))
+    with flowdbg.Debugger(record=False) as dbg:
+        with pytest.raises(
+            flowdbg.AdapterError, match="has no nodes yet.*after StateGraph.compile"
+        ):
+            dbg.attach(empty)
+        assert (type(empty), dict(empty.nodes)) == before
+        assert dbg.attached == []
+        # the built graph attaches as usual
+        app = dbg.attach(builder.compile())
+        dbg.break_before("a")
+        run = dbg.start(app.invoke, {"x": 1})
+        stop = dbg.wait_for_stop(T)
+        assert stop is not None and stop.location.node == "a"
+        dbg.resume()
+        assert run.result(T) == {"x": 2}

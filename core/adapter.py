@@ -36,6 +36,8 @@ class Capability(str, Enum):
     TOOL_ARG_EDITING = "tool_arg_editing"
     LLM_CALLS = "llm_calls"  #: model calls are units of kind "llm"
     HANDOFFS = "handoffs"  #: agent handoffs are units of kind "handoff"
+    #: units carry the framework's superstep (``location.superstep``); without it, ``None``
+    SUPERSTEPS = "supersteps"
 
     def __str__(self) -> str:
         return self.value

@@ -157,6 +157,8 @@ class StateGraphAdapter(Adapter):
             Capability.TOOL_CALLS,
             Capability.TOOL_ARG_EDITING,
             Capability.LLM_CALLS,
+            Capability.HANDOFFS,
+            Capability.SUPERSTEPS,
         }
     )
 
@@ -252,6 +254,8 @@ class _Reporter:
         if found is None:
             return proceed(args)
         unit, parent = found
+        if target.kind == "handoff":
+            unit.run.check_edit = self._check_handoff_edit
         state = parent.state_before
         args = unit.before(state=state, input=args)
         try:
@@ -262,13 +266,15 @@ class _Reporter:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        return unit.after(output=result, state=state)
+        return unit.after(output=result, state=state, decision=self._handed_to(target, result))
 
     async def acall(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:
         found = self._call_unit(target)
         if found is None:
             return await proceed(args)
         unit, parent = found
+        if target.kind == "handoff":
+            unit.run.check_edit = self._check_handoff_edit
         state = parent.state_before
         args = await unit.abefore(state=state, input=args)
         try:
@@ -279,4 +285,41 @@ class _Reporter:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        return await unit.aafter(output=result, state=state)
+        decision = self._handed_to(target, result)
+        return await unit.aafter(output=result, state=state, decision=decision)
+
+    # -- handoffs: calls of kind "handoff", whose arguments and result are {"to", "payload"} --
+
+    @staticmethod
+    def _handed_to(target: Any, result: Any) -> str | None:
+        """A handoff's decision: the node it hands the run over to."""
+        if target.kind != "handoff" or not isinstance(result, dict):
+            return None
+        to = result.get("to")
+        return to if isinstance(to, str) else None
+
+    @staticmethod
+    def _check_handoff_edit(unit: Unit, which: str, payload: Any) -> None:
+        """The ``check_edit`` of a frame where a node hands off: refuses an edit of a handoff
+        that the engine could not follow. At the before stop the target and the payload may
+        change; at the after stop the handoff has resolved its target, so only the payload."""
+        if unit.kind != "handoff":
+            return
+        from flowdbg.errors import EditRefused
+
+        if (
+            not isinstance(payload, dict)
+            or set(payload) != {"to", "payload"}
+            or not isinstance(payload["to"], str)
+            or not (payload["payload"] is None or isinstance(payload["payload"], dict))
+        ):
+            raise EditRefused(
+                f"handoff {unit.node!r} takes {{'to': node name, 'payload': dict or None}}; "
+                "set 'to' to a node name, or keys inside 'payload'"
+            )
+        requested = unit.record_value("input")
+        if which == "output" and isinstance(requested, dict) and payload["to"] != requested["to"]:
+            raise EditRefused(
+                f"handoff {unit.node!r} has resolved its target {requested['to']!r} at its after "
+                "stop; change 'to' at its before stop (dbg.break_on_handoff) instead"
+            )

@@ -19,6 +19,9 @@ Execution model:
 * The next superstep runs the union of the successors of the nodes that ran (static edges and
   router results, each router evaluated on the state as its node sees it after its own update);
   a node reached several times runs once. The run ends when no node is active.
+* A node may instead hand the run over: it returns :func:`handoff` ``(to, **payload)``, a
+  :class:`Goto` update, and only node ``to`` follows it (its edges and routers are not followed),
+  the way an agent hands a conversation over to another agent.
 
 Example::
 
@@ -53,7 +56,9 @@ __all__ = [
     "Call",
     "CallInterceptor",
     "CompiledGraph",
+    "Goto",
     "GraphRecursionError",
+    "Handoff",
     "InvalidGraphError",
     "InvalidUpdateError",
     "Model",
@@ -64,6 +69,8 @@ __all__ = [
     "StateGraphError",
     "Task",
     "Tool",
+    "ahandoff",
+    "handoff",
     "tool",
 ]
 
@@ -167,14 +174,16 @@ class Task:
 
         Static edge targets come first, then router results evaluated on
         :meth:`preview` ``(update)``; :data:`END` is included when a branch goes there, and
-        duplicates are dropped. Results are cached by the identity of ``update``: a second call
-        with the same object returns the cached tuple without running the routers again (the
-        engine schedules the next superstep with ``task.route(final_update)``).
+        duplicates are dropped. A :class:`Goto` update leads to its target alone. Results are
+        cached by the identity of ``update``: a second call with the same object returns the
+        cached tuple without running the routers again (the engine schedules the next superstep
+        with ``task.route(final_update)``).
 
         :param update: an update as returned by the node, or ``None``.
         :returns: the successor node names, in deterministic order.
         :raises InvalidUpdateError: if ``update`` is not a valid update.
-        :raises InvalidGraphError: if a router returns something that is not a node of the graph.
+        :raises InvalidGraphError: if a router returns, or a :class:`Goto` names, something that
+            is not a node of the graph.
         """
         last = self._route
         if last is not None:
@@ -185,7 +194,10 @@ class Task:
                 for cached_update, cached in older:
                     if cached_update is update:
                         return cached
-        routes = self.graph.successors(self.node, self.preview(update))
+        if isinstance(update, Goto):
+            routes = self.graph._handed_to(self.node, update)
+        else:
+            routes = self.graph.successors(self.node, self.preview(update))
         if last is not None:  # keep the previous one too (an edited update and the original)
             if self._older is None:
                 self._older = []
@@ -458,6 +470,16 @@ class CompiledGraph:
                     )
                 found.setdefault(target)
         return tuple(found)
+
+    def _handed_to(self, node: str, goto: Goto) -> tuple[str, ...]:
+        _check_update(node, goto)
+        target = goto.to
+        if target != END and target not in self.nodes:
+            raise InvalidGraphError(
+                f"node {node!r} handed off to {target!r}, which is not a node of graph "
+                f"{self.name!r}; hand off to one of {_names(self.nodes)} or END"
+            )
+        return (target,)
 
     def describe(self) -> dict[str, Any]:
         """Describe the graph's structure as JSON-compatible data.
@@ -1054,7 +1076,8 @@ class RunInterceptor(Protocol):
 
 
 class CallInterceptor(Protocol):
-    """Wraps every :class:`Tool` and :class:`Model` call made in its context."""
+    """Wraps every :class:`Tool`, :class:`Model` and :class:`Handoff` call made in its
+    context."""
 
     def call(
         self, target: Call, args: dict[str, Any], proceed: Callable[[dict[str, Any]], Any]
@@ -1072,14 +1095,14 @@ class CallInterceptor(Protocol):
         ...
 
 
-#: The interceptor for tool and model calls made in this context, if any.
+#: The interceptor for tool, model and handoff calls made in this context, if any.
 CALL_INTERCEPTOR: contextvars.ContextVar[CallInterceptor | None] = contextvars.ContextVar(
     "stategraph_call_interceptor", default=None
 )
 
 
 class Call:
-    """Something a node calls with keyword arguments: a tool, or a model.
+    """Something a node calls with keyword arguments: a tool, a model, or a handoff.
 
     :param fn: the function, called as ``fn(**args)``; sync or ``async def``.
     :param name: the call's name (default: ``fn.__name__``).
@@ -1152,3 +1175,91 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> An
     if fn is None:
         return lambda f: Tool(f, name=name)
     return Tool(fn, name=name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Handoffs: a node hands the run over to another node. The handoff is a call like a tool call,
+# so observers see it (kind "handoff") and may change where it goes before it takes effect.
+# ---------------------------------------------------------------------------------------------
+
+
+class Goto(dict[str, Any]):
+    """An update that also names the node the run goes to next; made by :func:`handoff`.
+
+    A node returns it like any update: the engine commits its items, then runs :attr:`to`
+    next, and only it (the node's static edges and routers are not followed).
+
+    :param to: the node that runs next, or :data:`END` to end the branch.
+    :param update: the update committed with the handoff.
+    """
+
+    __slots__ = ("to",)
+
+    def __init__(self, to: str, update: Mapping[str, Any] | None = None) -> None:
+        super().__init__(update or {})
+        self.to = to
+
+    def __repr__(self) -> str:
+        return f"Goto({self.to!r}, {dict(self)!r})"
+
+
+def _handoff_args(to: str, payload: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {"to": to, "payload": payload}
+
+
+class Handoff(Call):
+    """A handoff to node ``to``, which a node makes and returns: ``return handoff("billing",
+    topic=q)``. Observers see a call of kind ``handoff`` named after ``to``.
+
+    Its arguments, and its result, are ``{"to": node, "payload": update}``; an observer may
+    change either (send the run elsewhere, or carry another update). The call returns the
+    :class:`Goto` built from the result.
+
+    :param to: the node that runs next, or :data:`END`.
+    :raises InvalidGraphError: if ``to`` is not a non-empty string.
+    """
+
+    kind = "handoff"
+
+    def __init__(self, to: str) -> None:
+        if not isinstance(to, str) or not to:
+            raise InvalidGraphError(f"handoff target {to!r} is not a node name; pass a str")
+        super().__init__(_handoff_args, name=to)
+
+    def __call__(self, **payload: Any) -> Goto:
+        """Hand off synchronously, committing ``payload`` as the update."""
+        return self.invoke({"to": self.name, "payload": payload})
+
+    def invoke(self, args: Mapping[str, Any]) -> Goto:
+        """Hand off synchronously with the arguments ``{"to": ..., "payload": ...}``."""
+        return self._goto(super().invoke(args))
+
+    async def ainvoke(self, args: Mapping[str, Any]) -> Goto:
+        """Hand off from async code with the arguments ``{"to": ..., "payload": ...}``."""
+        return self._goto(await super().ainvoke(args))
+
+    def _goto(self, result: Any) -> Goto:
+        to = result.get("to") if isinstance(result, Mapping) else None
+        payload = result.get("payload") if isinstance(result, Mapping) else None
+        if not isinstance(to, str) or not (payload is None or isinstance(payload, Mapping)):
+            raise InvalidUpdateError(
+                f"handoff {self.name!r} resolved to {result!r}; an observer must give back "
+                "{'to': node name, 'payload': dict or None}"
+            )
+        return Goto(to, payload)
+
+
+def handoff(to: str, /, **payload: Any) -> Goto:
+    """Hand the run over to node ``to``, committing ``payload`` as the update; a node returns
+    the result: ``return handoff("specialist", topic=state["q"])``.
+
+    :param to: the node that runs next, or :data:`END`.
+    :returns: the :class:`Goto` the node returns.
+    """
+    return Handoff(to)(**payload)
+
+
+async def ahandoff(to: str, /, **payload: Any) -> Goto:
+    """Async form of :func:`handoff`, for ``async def`` nodes (an observer's stop then suspends
+    only the node's task)."""
+    return await Handoff(to).ainvoke({"to": to, "payload": payload})

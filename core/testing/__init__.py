@@ -39,6 +39,7 @@ from flowdbg.testing._control import (
     AbstractTerminateTests,
 )
 from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
     AbstractAsyncTests,
@@ -58,6 +59,7 @@ __all__ = [
     "AbstractBreakpointTests",
     "AbstractConditionTests",
     "AbstractExceptionTests",
+    "AbstractHandoffTests",
     "AbstractLogpointTests",
     "AbstractObserverTests",
     "AbstractParallelTests",
@@ -97,5 +99,6 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractAsyncTests,
     AbstractObserverTests,
     AbstractToolTests,
+    AbstractHandoffTests,
     AbstractRecordingTests,
 )

@@ -246,6 +246,7 @@ class SuiteBase(AdapterFixtures):
             "failing": self.build_failing,
             "slow": self.build_slow,
             "tools": self.build_tools,
+            "handoff": self.build_handoff,
         }
         try:
             scn = builders[name]()

@@ -22,8 +22,17 @@ __all__ = [
 ]
 
 
+def _name(item: Any) -> str:
+    for attr in ("node", "name"):  # a LangGraph Send; an agent or a workflow step
+        value = getattr(item, attr, None)
+        if isinstance(value, str):
+            return value
+    return str(item)
+
+
 def _names(decision: Any) -> set[str]:
-    """The node names in a routing decision (a name, or a collection of names/sends)."""
+    """The unit names in a routing decision: a name, a mapping keyed by names, or a collection
+    of names or of objects naming a unit (``.node``, ``.name``)."""
     if decision is None:
         return set()
     if isinstance(decision, str):
@@ -33,8 +42,8 @@ def _names(decision: Any) -> set[str]:
     try:
         items = list(decision)
     except TypeError:
-        return {str(getattr(decision, "node", decision))}
-    return {i if isinstance(i, str) else str(getattr(i, "node", i)) for i in items}
+        return {_name(decision)}
+    return {_name(i) for i in items}
 
 
 class AbstractBreakpointTests(SuiteBase):
@@ -52,7 +61,7 @@ class AbstractBreakpointTests(SuiteBase):
         self.assert_at(stop, "b", "before", StopReason.BREAKPOINT, depth=0)
         loc = stop.location
         assert loc.framework == self.adapter
-        assert loc.kind == "node"
+        assert loc.kind == self.unit_kind
         assert loc.path == ()
         assert loc.run_id
         assert stop.breakpoints == (bp.id,)
@@ -101,7 +110,7 @@ class AbstractBreakpointTests(SuiteBase):
     def test_kind_filter(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
         dbg.break_before("b", kind="tool")
-        dbg.break_after("b", kind="node")
+        dbg.break_after("b", kind=self.unit_kind)
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "b", "after")
         dbg.resume()

@@ -62,6 +62,7 @@ EXPECTED: Mapping[str, Mapping[str, Any]] = _frozen(
         "ran": "ran rm -rf /tmp/cache",
         "finished": True,
     },
+    handoff={"agent": "specialist", "answer": "specialist: refund"},
 )
 
 #: Scenarios that only make sense when the adapter declares a capability.
@@ -70,6 +71,7 @@ SCENARIO_CAPABILITIES: Mapping[str, Capability] = MappingProxyType(
         "parallel": Capability.PARALLEL_BRANCHES,
         "nested": Capability.NESTING,
         "tools": Capability.TOOL_CALLS,
+        "handoff": Capability.HANDOFFS,
     }
 )
 
@@ -116,6 +118,19 @@ class AdapterFixtures(abc.ABC):
       ``f"results for {query}"``: found), then the tool ``shell(cmd="rm -rf /tmp/cache")``
       (returns ``f"ran {cmd}"``: ran) -> ``done``: finished = True. An adapter without model
       units (no ``llm_calls``) may let ``agent`` call the model directly.
+    - handoff (agent frameworks; optional): input ``{"q": "refund"}``; ``triage`` hands off to
+      ``specialist`` with the payload ``{"topic": q}``; ``specialist`` answers
+      ``f"specialist: {topic}"``. A third unit, ``billing``, answers ``f"billing: {topic}"``
+      and runs only when a handoff is redirected to it. Normalized: ``{"agent": <the unit that
+      answered>, "answer": <its answer>}``. What the handoff unit shows is the contract of
+      :class:`flowdbg.testing.AbstractHandoffTests`.
+
+    What the suites assume of every adapter (a framework whose units work otherwise maps them):
+    ``stop.state`` and the ``state`` of events are a mapping holding the scenario's keys as the
+    unit sees them (``dbg.inspect("x")``); a unit's input at a before stop is that state, or a
+    mapping with the keys the unit reads; its output at an after stop is a mapping of the keys it
+    writes, merged into the state (so deleting a key from it keeps the old value); and with
+    ``decisions`` the decision after a unit names the units that run next.
 
     A builder may raise :class:`NotImplementedError` for a scenario its framework cannot express;
     tests needing it are then skipped with that reason.
@@ -130,6 +145,9 @@ class AdapterFixtures(abc.ABC):
     #: write those, so an edit adding another key to what a unit commits must be refused with
     #: :class:`flowdbg.EditRefused` rather than silently dropped
     fixed_state_keys: ClassVar[bool] = False
+    #: the kind of the scenarios' own units (``a``, ``inc``, ``triage``...): ``node`` for graph
+    #: nodes and workflow steps, ``agent`` where the framework's units are agents
+    unit_kind: ClassVar[str] = "node"
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:
@@ -165,6 +183,14 @@ class AdapterFixtures(abc.ABC):
         Optional: the default raises :class:`NotImplementedError`, which skips the tool tests.
         """
         raise NotImplementedError("the fixtures build no tools scenario")
+
+    def build_handoff(self) -> Scenario:
+        """Build the handoff scenario: triage hands off to specialist (billing on redirect).
+
+        Optional: the default raises :class:`NotImplementedError`, which skips the handoff
+        tests.
+        """
+        raise NotImplementedError("the fixtures build no handoff scenario")
 
     def reply_text(self, output: Any) -> Any:
         """The text of a model reply as an ``llm`` unit's output holds it (the output itself by

@@ -90,7 +90,7 @@ class AbstractRecordingTests(SuiteBase):
         assert child.parent_step is not None
         assert parent_steps[child.parent_step].node == "sub"
         assert [s.node for s in store.get_steps(child.run_id)] == ["inner1", "inner2"]
-        assert [s.node for s in store.get_steps(root.run_id, kind="node")] == [
+        assert [s.node for s in store.get_steps(root.run_id, kind=self.unit_kind)] == [
             "pre",
             "sub",
             "post",

@@ -136,7 +136,7 @@ class AbstractToolTests(SuiteBase):
         dbg.break_before("agent")
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        expected = [("search", "tool", 1), ("shell", "tool", 1), ("done", "node", 0)]
+        expected = [("search", "tool", 1), ("shell", "tool", 1), ("done", self.unit_kind, 0)]
         if Capability.LLM_CALLS in self.capabilities():
             expected.insert(0, ("chat", "llm", 1))
         seen = []

@@ -7,11 +7,13 @@ import threading
 from typing import Any
 
 from flowdbg.adapters.stategraph import END, START, Model, StateGraph, Tool
+from flowdbg.adapters.stategraph._graph import handoff
 from flowdbg.testing import (
     AbstractAsyncTests,
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
     AbstractParallelTests,
@@ -166,6 +168,23 @@ class StateGraphFixtures(AdapterFixtures):
         g.add_edge("done", END)
         return _scenario(g.compile(name="tools"), {"q": "flights"})
 
+    def build_handoff(self) -> Scenario:
+        def answer(agent: str) -> Any:
+            return lambda s: {"agent": agent, "answer": f"{agent}: {s['topic']}"}
+
+        g = StateGraph()
+        g.add_node("triage", lambda s: handoff("specialist", topic=s["q"]))
+        g.add_node("specialist", answer("specialist"))
+        g.add_node("billing", answer("billing"))
+        g.add_edge(START, "triage")
+        g.add_edge("specialist", END)
+        g.add_edge("billing", END)
+        return _scenario(
+            g.compile(name="handoff"),
+            {"q": "refund"},
+            normalize=lambda s: {"agent": s["agent"], "answer": s["answer"]},
+        )
+
 
 class TestStateGraphBreakpoints(StateGraphFixtures, AbstractBreakpointTests):
     pass
@@ -228,4 +247,8 @@ class TestStateGraphTools(StateGraphFixtures, AbstractToolTests):
 
 
 class TestStateGraphRecording(StateGraphFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestStateGraphHandoffs(StateGraphFixtures, AbstractHandoffTests):
     pass

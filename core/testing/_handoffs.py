@@ -55,6 +55,16 @@ class AbstractHandoffTests(SuiteBase):
         """(node, kind, status) of the run's steps so far, in step order."""
         return [(s.node, s.kind, s.status) for s in run.log.steps]
 
+    def test_attached_the_scenario_gives_its_undebugged_result(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        expected = self.undebugged(self.scenario("handoff"), mode)
+        assert expected == dict(EXPECTED["handoff"])
+        scn = self.scenario("handoff")
+        run = self.launch(dbg, scn, mode)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == expected
+
     def test_break_on_handoff_stops_before_the_handoff_takes_effect(
         self, dbg: flowdbg.Debugger, mode: str
     ) -> None:

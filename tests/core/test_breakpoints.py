@@ -422,6 +422,27 @@ def test_handoff_breakpoint(dbg: flowdbg.Debugger, to: str, expected: list[int])
     assert all(s.location.kind == "handoff" for s in stops)
 
 
+def test_handoff_breakpoint_at_an_after_point_matches_the_target_decided(
+    dbg: flowdbg.Debugger,
+) -> None:
+    # where a handoff unit is named after its source and reports its target as the decision
+    dbg.add_breakpoint(
+        Breakpoint.create(
+            "bp-1",
+            BreakpointType.HANDOFF,
+            pattern="billing",
+            positions=("after",),
+            kinds=("handoff",),
+        )
+    )
+    script = [
+        U("transfer", kind="handoff", decision="billing"),
+        U("billing", kind="handoff", decision="support"),
+        U("transfer", kind="handoff", decision=["billing"]),  # not a name: the unit's own
+    ]
+    assert [s.location.step for s in collect(dbg, script)] == [1]
+
+
 # ---------------------------------------------------------------------------------- conditions
 
 #: one unit of each sort, with distinct payloads at each point

@@ -168,7 +168,7 @@ def test_breakpoint_is_stronger_than_step(dbg: flowdbg.Debugger) -> None:
     stop = dbg.wait_for_stop(T)
     assert stop is not None and stop.location.node == "b"
     assert stop.reason == StopReason.BREAKPOINT and stop.breakpoints == (bp.id,)
-    dbg.resume()  # the step was used up at b: c does not stop
+    dbg.resume()  # the stop at b ended the step: c does not stop
     assert dbg.wait_for_stop(T) is None
     handle.result(T)
 
@@ -260,12 +260,7 @@ def parallel(
     """Begin a run and report one unit per name, each on its own branch and thread."""
     scope = dbg.begin_run(framework="test", name="t", input=None)
     workers = {
-        name: Worker(
-            through,
-            scope,
-            name,
-            **{"state": {"who": name}, "superstep": 1, "branch": name, **kwargs},
-        )
+        name: Worker(through, scope, name, state={"who": name}, superstep=1, branch=name, **kwargs)
         for name in names
     }
     return scope, workers

@@ -101,9 +101,7 @@ class RunScope:
         self.entered = False
         self._ended = False
         self._is_frame = frame_of is not None
-        #: set by the adapter: ``check_edit(unit, "input" | "output", new_payload)`` raises
-        #: :class:`flowdbg.EditRefused` for an edit its framework would not apply (a frame,
-        #: holding tool and model calls, has none)
+        #: the run's default for :attr:`Unit.check_edit` (units opened after it is set take it)
         self.check_edit: Callable[[Unit, str, Any], None] | None = None
         #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
         self.adapter_data: Any = None
@@ -226,6 +224,8 @@ class RunScope:
         superstep: int | None = None,
         branch: str | None = None,
         attempt: int = 1,
+        cause: Unit | None = None,
+        check_edit: Any = _SAME,
     ) -> Unit:
         """Open the next unit of this run.
 
@@ -234,9 +234,20 @@ class RunScope:
         :param superstep: the framework's superstep, where it has one.
         :param branch: id of the concurrent branch or task running the unit.
         :param attempt: retry attempt, 1-based.
+        :param cause: the unit whose output started this one (the step that emitted the event
+            it receives, the previous turn of an agent), where the framework says: stepping
+            follows these links from one unit to the next on the same line of execution.
+        :param check_edit: ``check_edit(unit, "input" | "output", new_payload)`` raises
+            :class:`flowdbg.EditRefused` for an edit the framework would not apply exactly;
+            ``None`` accepts every edit. Defaults to the run's :attr:`check_edit`.
         :returns: the unit; call ``before`` on it next.
         """
-        return Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
+        unit = Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
+        if cause is not None:
+            unit.cause = cause
+        if check_edit is not _SAME:
+            unit.check_edit = check_edit
+        return unit
 
     def end(
         self, *, output: Any = None, error: BaseException | None = None, suspended: bool = False
@@ -272,6 +283,8 @@ class Unit:
         "_token",
         "attempt",
         "branch",
+        "cause",
+        "check_edit",
         "child_run_id",
         "decision",
         "ended_at",
@@ -316,6 +329,10 @@ class Unit:
         self.branch = branch
         self.attempt = attempt
         self.state_before: Any = None
+        #: the unit whose output started this one, where the adapter knows it
+        self.cause: Unit | None = None
+        #: how an edit at this unit's stops is checked (see :meth:`RunScope.unit`)
+        self.check_edit: Callable[[Unit, str, Any], None] | None = run.check_edit
         self._token: contextvars.Token[Unit | None] | None = None
         self._frame: RunScope | None = None
         self.child_run_id: str | None = None

@@ -106,10 +106,10 @@ class Stop:
         seen through callbacks, say): its check is tried on the payload as it is."""
         which = self.editable
         unit = self._unit
-        if which is None or unit is None or unit.run.check_edit is None:
+        if which is None or unit is None or unit.check_edit is None:
             return which
         try:
-            unit.run.check_edit(unit, which, getattr(self, which))
+            unit.check_edit(unit, which, getattr(self, which))
         except EditRefused:
             return None
         return which
@@ -128,8 +128,8 @@ class Stop:
         # leaves the payload as it was.
         candidate = apply(_copy(current))
         unit = self._unit
-        if unit is not None and unit.run.check_edit is not None:
-            unit.run.check_edit(unit, which, candidate)  # raises EditRefused with the reason
+        if unit is not None and unit.check_edit is not None:
+            unit.check_edit(unit, which, candidate)  # raises EditRefused with the reason
         if not self._edited:
             if not shared_state:
                 self.state = _copy(self.state)

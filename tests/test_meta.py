@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import inspect
 import re
@@ -100,3 +101,59 @@ def test_public_api_all_is_explicit() -> None:
         "Capability",
     ):
         assert name in flowdbg.__all__
+
+
+def _core_private_names() -> set[str]:
+    """Private attribute names of the core's objects: ``self._name`` assigned, slots, fields
+    and methods named ``_name`` anywhere in the core package."""
+    names: set[str] = set()
+    for path in (ROOT / "core").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and isinstance(node.ctx, ast.Store)
+            ):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)  # dataclass fields
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.add(node.value)  # __slots__ entries
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def _adapter_sources() -> list[Path]:
+    return sorted(p for p in (ROOT / "adapters").rglob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("path", _adapter_sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_adapters_use_only_public_api(path: Path) -> None:
+    """An adapter reaches the debugger through its public API only: no private module of
+    flowdbg, no private name imported from it, no private attribute of a core object."""
+    own = "flowdbg.adapters." + path.parent.name
+    private = _core_private_names()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("flowdbg"):
+            module = node.module or ""
+            if module.startswith(own):
+                continue
+            if any(part.startswith("_") for part in module.split(".")):
+                found.append(f"line {node.lineno}: from {module} import ...")
+            found += [
+                f"line {node.lineno}: imports {alias.name} from {module}"
+                for alias in node.names
+                if alias.name.startswith("_")
+            ]
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in private
+            and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        ):
+            found.append(f"line {node.lineno}: .{node.attr}")
+    assert found == [], f"{path.relative_to(ROOT)} uses private flowdbg API: {found}"

@@ -58,6 +58,9 @@ class _Node:
 
 _GRAPHS: dict[int, _Graph] = {}
 _NODES: dict[int, _Node] = {}
+#: serialises attach and detach: the registries above are the process's, not an adapter's (two
+#: Debuggers attaching copies of one graph at once must see each other's nodes)
+_LOCK = threading.RLock()
 _USER = "user"
 
 
@@ -130,7 +133,6 @@ class LangGraphAdapter(Adapter):
     )
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._handlers: weakref.WeakKeyDictionary[Debugger, Any] = weakref.WeakKeyDictionary()
 
     def _handler(self, debugger: Debugger, *, tasks: bool = False) -> Any:
@@ -184,7 +186,7 @@ class LangGraphAdapter(Adapter):
         return Command(resume=value)
 
     def attach(self, target: Any, debugger: Debugger) -> None:
-        with self._lock:
+        with _LOCK:
             # Check the whole tree first, so that a refused attach changes nothing.
             self._check(target, debugger, set())
             self._acquire(target, debugger, _USER)
@@ -255,7 +257,7 @@ class LangGraphAdapter(Adapter):
         graph.__class__ = hooks.debugged_class(type(graph))
 
     def detach(self, target: Any) -> None:
-        with self._lock:
+        with _LOCK:
             self._release(target, _USER)
 
     def _release(self, graph: Any, owner: Any) -> None:

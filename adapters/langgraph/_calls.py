@@ -34,7 +34,7 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
 from flowdbg.errors import EditRefused
-from flowdbg.runtime import Unit, current_unit
+from flowdbg.runtime import Unit
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -51,8 +51,8 @@ __all__ = [
 
 
 def _refuse_edit(unit: Unit, which: str, payload: Any) -> None:
-    if id(unit) in _EDITABLE:
-        return  # a ToolNode call: the wrapper passes edits on (see ToolNodeWrapper)
+    """The edit check of the calls seen through callbacks (ToolNode calls, whose wrapper passes
+    edits on, accept every edit instead)."""
     if unit.kind == "llm" and which == "output":
         return  # copied into the reply message (see CallHandler.on_llm_end)
     if unit.kind == "node":  # a functional-API @task call (see TaskCallHandler)
@@ -110,7 +110,7 @@ class _Calls:
     tasks = False  # whether @task calls are reported too (see TaskCallHandler)
 
     def __init__(self, debugger: Debugger) -> None:
-        self._ctl = debugger._ctl
+        self.debugger = debugger
         self._open: dict[UUID, Unit] = {}
         self._lock = threading.Lock()
 
@@ -130,12 +130,10 @@ class _Calls:
 
     def _unit(self, run_id: UUID, name: str, kind: str, **where: Any) -> Unit | None:
         """A unit for a call starting in the node executing here, if it is one of ours."""
-        parent = current_unit()
-        if parent is None or parent.run.ctl is not self._ctl:
+        parent = self.debugger.current_unit()
+        if parent is None:
             return None
-        frame = parent.frame()
-        frame.check_edit = _refuse_edit
-        unit = frame.unit(name, kind=kind, **where)
+        unit = parent.frame().unit(name, kind=kind, check_edit=_refuse_edit, **where)
         with self._lock:
             self._open[run_id] = unit
         return unit
@@ -472,7 +470,7 @@ def _same_debugger(handlers: list[Any], handler: Any) -> Any:
     """The handler of the same kind (sync or async) and debugger among ``handlers``, if any."""
     family = AsyncCallHandler if isinstance(handler, AsyncCallHandler) else CallHandler
     for present in handlers:
-        if isinstance(present, family) and present._ctl is handler._ctl:
+        if isinstance(present, family) and present.debugger is handler.debugger:
             return present
     return None
 
@@ -508,8 +506,6 @@ def with_handler(config: Any, handler: BaseCallbackHandler) -> Any:
 
 # -- tool calls through a ToolNode: editable ---------------------------------------------------
 
-#: ids of the open units whose edits reach the call (ToolNode calls); others are refused
-_EDITABLE: set[int] = set()
 #: set while a ToolNode call is a unit, so its LangChain tool callbacks open no second one
 _WRAPPED: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "flowdbg_langgraph_wrapped_tool", default=False
@@ -534,20 +530,17 @@ class ToolNodeWrapper:
     """
 
     def __init__(self, debugger: Debugger, inner: Any, ainner: Any) -> None:
-        self._ctl = debugger._ctl
+        self.debugger = debugger
         self.inner = inner
         self.ainner = ainner
 
     def _open(self, request: Any) -> Unit | None:
-        parent = current_unit()
-        if parent is None or parent.run.ctl is not self._ctl:
+        parent = self.debugger.current_unit()
+        if parent is None:
             return None
-        frame = parent.frame()
-        frame.check_edit = _refuse_edit
         call = request.tool_call
-        unit = frame.unit(str(call.get("name") or "tool"), kind="tool")
-        _EDITABLE.add(id(unit))
-        return unit
+        # the wrapper passes edits of the arguments and the result on: every edit is accepted
+        return parent.frame().unit(str(call.get("name") or "tool"), kind="tool", check_edit=None)
 
     @staticmethod
     def _request(request: Any, args: Any) -> Any:
@@ -561,26 +554,23 @@ class ToolNodeWrapper:
         if unit is None:
             return self.inner(request, execute) if self.inner else execute(request)
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
+        args = unit.before(state=state, input=request.tool_call.get("args"))
+        request = self._request(request, args)
+        token = _WRAPPED.set(True)
         try:
-            args = unit.before(state=state, input=request.tool_call.get("args"))
-            request = self._request(request, args)
-            token = _WRAPPED.set(True)
-            try:
-                result = self.inner(request, execute) if self.inner else execute(request)
-            except GraphBubbleUp as exc:
-                unit.discard(exc, status="suspended")
-                raise
-            except Exception as exc:
-                unit.error(exc, state=state)
-                raise
-            except BaseException as exc:
-                unit.discard(exc)
-                raise
-            finally:
-                _WRAPPED.reset(token)
-            return _tool_result(result, unit.after(output=result, state=state))
+            result = self.inner(request, execute) if self.inner else execute(request)
+        except GraphBubbleUp as exc:
+            unit.discard(exc, status="suspended")
+            raise
+        except Exception as exc:
+            unit.error(exc, state=state)
+            raise
+        except BaseException as exc:
+            unit.discard(exc)
+            raise
         finally:
-            _EDITABLE.discard(id(unit))
+            _WRAPPED.reset(token)
+        return _tool_result(result, unit.after(output=result, state=state))
 
     async def acall(self, request: Any, execute: Any) -> Any:
         unit = self._open(request)
@@ -592,31 +582,28 @@ class ToolNodeWrapper:
                 return self.inner(request, execute)
             return await execute(request)
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
+        args = await unit.abefore(state=state, input=request.tool_call.get("args"))
+        request = self._request(request, args)
+        token = _WRAPPED.set(True)
         try:
-            args = await unit.abefore(state=state, input=request.tool_call.get("args"))
-            request = self._request(request, args)
-            token = _WRAPPED.set(True)
-            try:
-                if inner is not None:
-                    result = await inner(request, execute)
-                elif self.inner is not None:
-                    result = self.inner(request, execute)
-                else:
-                    result = await execute(request)
-            except GraphBubbleUp as exc:
-                unit.discard(exc, status="suspended")
-                raise
-            except Exception as exc:
-                await unit.aerror(exc, state=state)
-                raise
-            except BaseException as exc:
-                unit.discard(exc)
-                raise
-            finally:
-                _WRAPPED.reset(token)
-            return _tool_result(result, await unit.aafter(output=result, state=state))
+            if inner is not None:
+                result = await inner(request, execute)
+            elif self.inner is not None:
+                result = self.inner(request, execute)
+            else:
+                result = await execute(request)
+        except GraphBubbleUp as exc:
+            unit.discard(exc, status="suspended")
+            raise
+        except Exception as exc:
+            await unit.aerror(exc, state=state)
+            raise
+        except BaseException as exc:
+            unit.discard(exc)
+            raise
         finally:
-            _EDITABLE.discard(id(unit))
+            _WRAPPED.reset(token)
+        return _tool_result(result, await unit.aafter(output=result, state=state))
 
 
 def is_tool_node(obj: Any) -> bool:

@@ -247,15 +247,14 @@ class _Reporter:
         parent = self._dbg.current_unit()
         if parent is None:
             return None
-        return parent.frame().unit(target.name, kind=target.kind), parent
+        check = self._check_handoff_edit if target.kind == "handoff" else None
+        return parent.frame().unit(target.name, kind=target.kind, check_edit=check), parent
 
     def call(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:
         found = self._call_unit(target)
         if found is None:
             return proceed(args)
         unit, parent = found
-        if target.kind == "handoff":
-            unit.run.check_edit = self._check_handoff_edit
         state = parent.state_before
         args = unit.before(state=state, input=args)
         try:
@@ -273,8 +272,6 @@ class _Reporter:
         if found is None:
             return await proceed(args)
         unit, parent = found
-        if target.kind == "handoff":
-            unit.run.check_edit = self._check_handoff_edit
         state = parent.state_before
         args = await unit.abefore(state=state, input=args)
         try:
@@ -300,11 +297,9 @@ class _Reporter:
 
     @staticmethod
     def _check_handoff_edit(unit: Unit, which: str, payload: Any) -> None:
-        """The ``check_edit`` of a frame where a node hands off: refuses an edit of a handoff
-        that the engine could not follow. At the before stop the target and the payload may
-        change; at the after stop the handoff has resolved its target, so only the payload."""
-        if unit.kind != "handoff":
-            return
+        """The ``check_edit`` of a handoff: refuses an edit the engine could not follow. At
+        the before stop the target and the payload may change; at the after stop the handoff
+        has resolved its target, so only the payload."""
         from flowdbg.errors import EditRefused
 
         if (

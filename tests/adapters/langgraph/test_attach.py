@@ -281,7 +281,7 @@ def test_a_graph_without_nodes_yet_is_refused_and_left_as_it_was() -> None:
     before = (type(empty), dict(empty.nodes))
     with flowdbg.Debugger(record=False) as dbg:
         with pytest.raises(
-            flowdbg.AdapterError, match="has no nodes yet.*after StateGraph.compile"
+            flowdbg.AdapterError, match=r"has no nodes yet.*after StateGraph\.compile"
         ):
             dbg.attach(empty)
         assert (type(empty), dict(empty.nodes)) == before

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from flowdbg._expr import Expression, compile_expression, render_template
-from flowdbg.errors import BreakpointError, ExpressionError
+from flowdbg.errors import BreakpointError, ExpressionError, PathError
 from flowdbg.events import Event, Kind, Position
 
 if TYPE_CHECKING:
@@ -357,7 +357,10 @@ class _Compiled:
 
             if not bp.watch_path:
                 raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
-            self.watch_parts = tuple(parse_path(bp.watch_path))
+            try:
+                self.watch_parts = tuple(parse_path(bp.watch_path))
+            except PathError as exc:
+                raise BreakpointError(f"cannot watch {bp.watch_path!r}: {exc}") from exc
         if bp.type == BreakpointType.LOGPOINT:
             from flowdbg._expr import check_template
 
@@ -420,6 +423,9 @@ class _Compiled:
 
     def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
         from flowdbg.state import get_path
+
+        if event.state is None:  # the adapter cannot show the state here: nothing to compare
+            return False, None
 
         try:
             new = get_path(event.state, self.watch_parts)

@@ -71,7 +71,58 @@ class StepRequest:
             return False
         if self.action == Action.STEP_OUT and depth >= self.depth:
             return False
-        return _same_branch(self.lineage, cand)
+        return _same_branch(self.lineage, cand, unit)
+
+
+#: how far back stepping follows a unit's causes (an agent loop's turns chain back to its first)
+_CAUSES_MAX = 10_000
+
+
+def _caused_by(unit: Unit | None, run_id: str, step: int) -> bool:
+    """Whether the unit ``step`` of run ``run_id`` is among the causes of ``unit``."""
+    for _ in range(_CAUSES_MAX):
+        if unit is None:
+            return False
+        if unit.step == step and unit.run.info.run_id == run_id:
+            return True
+        unit = unit.cause
+    return False
+
+
+def _same_branch(
+    origin: tuple[tuple[str, int, str | None, int | None], ...],
+    cand: tuple[tuple[str, int, str | None, int | None], ...],
+    unit: Unit | None = None,
+) -> bool:
+    """Whether ``cand`` (the lineage of ``unit``) continues the branch of ``origin``.
+
+    Walk both chains from the root. Where they first reach different units of the same run, the
+    candidate is on the branch if it runs in the same branch (task), if the origin's unit is
+    among its causes (the unit whose output started it, and so on back), or, for frameworks
+    with supersteps, if it runs in a later superstep (the branch's successors after a join).
+    A unit inside the origin (or enclosing it) is on it.
+    """
+    for level, (o, c) in enumerate(zip(origin, cand, strict=False)):
+        if o[0] != c[0]:
+            return True  # two runs started by the same unit: one line of execution
+        if o[1] == c[1]:
+            continue
+        if o[2] == c[2]:
+            return True
+        if unit is not None and _caused_by(_enclosing(unit, len(cand) - 1 - level), o[0], o[1]):
+            return True
+        return o[3] is not None and c[3] is not None and c[3] > o[3]
+    return True
+
+
+def _enclosing(unit: Unit, up: int) -> Unit | None:
+    """The unit ``up`` levels above ``unit`` (0: itself)."""
+    found: Unit | None = unit
+    for _ in range(up):
+        if found is None:
+            return None
+        found = found.run.parent_unit
+    return found
 
 
 def _let_go_of_errors(root: RunScope) -> None:
@@ -97,27 +148,6 @@ def _let_go_of_errors(root: RunScope) -> None:
 
 class IdTaken(ValueError):
     """A breakpoint's id is already in use (see :meth:`Controller.add_breakpoint`)."""
-
-
-def _same_branch(
-    origin: tuple[tuple[str, int, str | None, int | None], ...],
-    cand: tuple[tuple[str, int, str | None, int | None], ...],
-) -> bool:
-    """Whether ``cand`` continues the branch of ``origin``.
-
-    Walk both chains from the root. Where they first reach different units of the same run, the
-    candidate is on the branch if it runs in the same branch (task) or in a later superstep (the
-    branch's successors after a join). A unit inside the origin (or enclosing it) is on it.
-    """
-    for o, c in zip(origin, cand, strict=False):
-        if o[0] != c[0]:
-            return True  # two runs started by the same unit: one line of execution
-        if o[1] == c[1]:
-            continue
-        if o[2] == c[2]:
-            return True
-        return o[3] is not None and c[3] is not None and c[3] > o[3]
-    return True
 
 
 class Controller:
@@ -393,6 +423,7 @@ class Controller:
 
         reason: StopReason | None = None
         hit_ids: list[str] = []
+        reasons: dict[str, StopReason] = {}
         hits: dict[str, int] = {}
         temporary: list[str] = []
         kind, node = unit.kind, unit.node
@@ -428,6 +459,7 @@ class Controller:
                 r = StopReason.WATCH
             else:
                 r = StopReason.BREAKPOINT
+            reasons[bp.id] = r
             if reason is None or _STRENGTH[r] > _STRENGTH[reason]:
                 reason = r
             if bp.temporary:
@@ -441,6 +473,21 @@ class Controller:
         ):
             return None
         with self._lock:
+            if temporary:
+                # Matching runs outside the lock: a parallel branch may have taken a temporary
+                # breakpoint first (and removed it). It stops only one of them.
+                live = {b.id for b in self._bps}
+                gone = [bp_id for bp_id in temporary if bp_id not in live]
+                if gone:
+                    temporary = [bp_id for bp_id in temporary if bp_id in live]
+                    hit_ids = [bp_id for bp_id in hit_ids if bp_id not in gone]
+                    for bp_id in gone:
+                        hits.pop(bp_id, None)
+                    reason = max(
+                        (reasons[bp_id] for bp_id in hit_ids),
+                        key=_STRENGTH.__getitem__,
+                        default=None,
+                    )
             if position != _AFTER:
                 reqs = self._steps.get(root.run_id)
                 if reqs:
@@ -473,7 +520,7 @@ class Controller:
                 # A stop on a branch ends any step still pending on that branch (DAP habit: a
                 # breakpoint hit while stepping over a nested graph cancels the step).
                 lineage = unit.lineage()
-                reqs[:] = [r for r in reqs if not _same_branch(r.lineage, lineage)]
+                reqs[:] = [r for r in reqs if not _same_branch(r.lineage, lineage, unit)]
                 if not reqs:
                     del self._steps[root.run_id]
             if temporary:

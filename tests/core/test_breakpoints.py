@@ -324,11 +324,6 @@ def test_watch_compares_with_the_state_the_unit_started_from(dbg: flowdbg.Debugg
     assert collect(dbg, script) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a watch reads an after point reported without a state (the adapter cannot show it) "
-    "as the watched key being removed, and stops",
-)
 def test_watch_does_not_stop_where_the_after_state_is_unknown(dbg: flowdbg.Debugger) -> None:
     dbg.watch("count")
     # Unit.after documents state as "where the framework can show it": None means unknown
@@ -344,11 +339,6 @@ def test_malformed_watch_path_is_refused_when_set(dbg: flowdbg.Debugger, path: s
     assert dbg.break_before("a").id == "bp-1"  # the refused watch took no id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Breakpoint.create documents BreakpointError for a bad path (as for a bad glob, hit "
-    "condition or regex) but a malformed watch path raises PathError",
-)
 def test_malformed_watch_path_is_a_breakpoint_error(dbg: flowdbg.Debugger) -> None:
     with pytest.raises(flowdbg.BreakpointError):
         dbg.watch("a[")
@@ -685,11 +675,6 @@ class StopCounter:
             self.progress.notify_all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a temporary breakpoint reached by two parallel branches at once stops both: it is "
-    "removed under the controller's lock only after both have matched it",
-)
 def test_temporary_breakpoint_stops_once_across_parallel_branches() -> None:
     progress = threading.Condition()
     dbg = flowdbg.Debugger(record=False, plugins=[StopCounter(progress)])

@@ -598,6 +598,57 @@ def test_stepping_one_branch_leaves_its_parallel_sibling_alone(dbg: flowdbg.Debu
     scope.end(output=None)
 
 
+def test_stepping_follows_causes_where_there_are_no_supersteps(dbg: flowdbg.Debugger) -> None:
+    # An event-driven framework: each step runs in its own worker (branch), without
+    # supersteps; a step's cause is the step whose event started it.
+    dbg.break_before("a")
+    scope = dbg.begin_run(framework="test", name="t", input=None)
+    first: list[flowdbg.Unit] = []
+
+    def a() -> None:
+        unit = scope.unit("a", branch="w1")
+        unit.before(state={})
+        first.append(unit)
+        unit.after(output={"event": "go"})
+
+    worker = Worker(a)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "a"
+    dbg.step_over()
+    worker.result()
+    # a step of another line of execution (no cause, another worker) does not end the step
+    other = scope.unit("x", branch="w3")
+    other.before(state={})
+    other.after(output=None)
+    assert dbg.stops == []
+
+    # the step the event of "a" started, in another worker, does
+    def b() -> None:
+        unit = scope.unit("b", branch="w2", cause=first[0])
+        unit.before(state={})
+        unit.after(output=None)
+
+    worker = Worker(b)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "b"
+    assert stop.reason == StopReason.STEP
+    dbg.step_over()
+    worker.result()
+
+    # and so on down the chain of causes
+    def c() -> None:
+        unit = scope.unit("c", branch="w4", cause=scope.units[-1])
+        unit.before(state={})
+        unit.after(output=None)
+
+    worker = Worker(c)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "c"
+    dbg.resume()
+    worker.result()
+    scope.end(output=None)
+
+
 # ------------------------------------------------------------------------------------ pause
 
 

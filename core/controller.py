@@ -29,7 +29,7 @@ from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, _note_run_started, new_
 from flowdbg.stops import Action, Stop, StopReason
 
 if TYPE_CHECKING:
-    from flowdbg.debugger import Debugger
+    from flowdbg.plugins import Hooks
 
 __all__ = ["Controller"]
 
@@ -155,12 +155,13 @@ class Controller:
 
     def __init__(
         self,
-        debugger: Debugger,
+        hooks: Hooks,
         *,
         stop_on_entry: bool = False,
         idle_timeout: float | None = None,
     ) -> None:
-        self.debugger = debugger
+        #: the plugins' hooks: the controller tells them of runs, points, stops and steps
+        self.hooks = hooks
         self.stop_on_entry = stop_on_entry
         self.idle_timeout = idle_timeout
         self._lock = threading.RLock()
@@ -181,8 +182,9 @@ class Controller:
         self._sync_waiters = 0  # threads in _wait(): _notify() is skipped when there are none
         self._warned: set[str] = set()
         self.observe_events = False
-        #: the built-in recorder (flowdbg.recorder.Recorder), fed every finished unit, or None
-        self.recorder: Any = None
+        #: ``on_step(unit)`` for every finished unit (the recorder and other observers of
+        #: ``flowdbg_on_step``), or ``None``: kept in step with the hooks' implementations
+        self.on_step: Callable[[Unit], None] | None = None
         #: the last finished top-level runs, newest last (their run logs are kept in memory)
         self.history: collections.deque[RunScope] = collections.deque(maxlen=20)
         #: True when nothing can stop, log or observe: every point returns at once.
@@ -190,7 +192,14 @@ class Controller:
         #: False when no observer or breakpoint can look at the state of an after point, so
         #: adapters may skip computing it.
         self.wants_after_state = False
-        self._refresh()
+        hooks.listen(self._hooks_changed)
+        self._hooks_changed()
+
+    def _hooks_changed(self) -> None:
+        with self._lock:
+            self.on_step = self.hooks.on_step
+            self.observe_events = self.hooks.has_event
+            self._refresh()
 
     # ------------------------------------------------------------------ state
 
@@ -278,9 +287,7 @@ class Controller:
             scope.terminated = parent.run.root.terminated
             parent.run.children.append(scope)
             parent.child_run_id = info.run_id
-        if self.recorder is not None:
-            self.recorder.run_started(scope)
-        hooks = self.debugger._hooks
+        hooks = self.hooks
         if hooks.has_run_start:
             hooks.on_run_start(run=info)
         return scope
@@ -303,8 +310,6 @@ class Controller:
             info.status = RunStatus.TERMINATED
         else:
             info.status = RunStatus.FAILED
-        if self.recorder is not None:
-            self.recorder.run_ended(scope)
         if scope.parent_unit is None:
             with self._lock:
                 history = self.history
@@ -321,7 +326,7 @@ class Controller:
                     self._refresh()  # skipped on the fast path: nothing it computes changed
                 if self._sync_waiters or self._async_waiters:
                     self._notify()
-        hooks = self.debugger._hooks
+        hooks = self.hooks
         if hooks.has_run_end:
             hooks.on_run_end(run=info)
         if scope.parent_unit is None and (scope._failed or scope.children or error is not None):
@@ -419,7 +424,7 @@ class Controller:
                 state, decision = unit.look(output, resolve)
                 resolve = None
             event = Event(unit.location(position), state, input, output, error, decision)
-            self.debugger._hooks.on_event(event=event)
+            self.hooks.on_event(event=event)
 
         reason: StopReason | None = None
         hit_ids: list[str] = []
@@ -545,7 +550,7 @@ class Controller:
                 self._selected = stop.id
             self._refresh()
             self._notify()
-        self.debugger._hooks.on_stop(stop=stop)
+        self.hooks.on_stop(stop=stop)
         return stop
 
     def _go_on(self, stop: Stop, action: Action) -> Any:
@@ -596,7 +601,7 @@ class Controller:
         except Exception as exc:  # a logpoint never breaks the run
             message = f"<logpoint {bp.id} failed: {exc}>"
         logpoint_log.info("%s", message)
-        self.debugger._hooks.on_log(breakpoint=bp, event=event, message=message)
+        self.hooks.on_log(breakpoint=bp, event=event, message=message)
 
     # -------------------------------------------------------------- control
 
@@ -652,7 +657,7 @@ class Controller:
             self._notify()
         for wake in wakers:
             wake()
-        self.debugger._hooks.on_resume(stop=stop, action=action.value)
+        self.hooks.on_resume(stop=stop, action=action.value)
         return stop
 
     def resume_all(self) -> list[Stop]:

@@ -158,9 +158,7 @@ class Debugger:
             raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
         self._pm, entry_points = make_plugin_manager(plugins)
         self._hooks = Hooks(self._pm, self)
-        self._ctl = Controller(self, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
-        self._ctl.observe_events = self._hooks.has_event
-        self._ctl._refresh()
+        self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
         self._attached: dict[int, tuple[Any, Adapter]] = {}
         self._adapters = self._collect_adapters(entry_points)
         if record is None:
@@ -172,7 +170,8 @@ class Debugger:
             path = default_db_path() if db is None else db
             store = SQLiteStore(path, redact=DEFAULT_REDACT if redact is None else tuple(redact))
             self._recorder = Recorder(store)
-            self._ctl.recorder = self._recorder
+            self._pm.register(self._recorder, name="flowdbg.recorder")
+            self._hooks.refresh()
 
     # ------------------------------------------------------------- recording
 
@@ -252,10 +251,7 @@ class Debugger:
         """Register an observer plugin after construction."""
         self._pm.register(plugin, name=name)
         self._pm.check_pending()
-        self._hooks.refresh()
-        with self._ctl._lock:
-            self._ctl.observe_events = self._hooks.has_event
-            self._ctl._refresh()
+        self._hooks.refresh()  # the controller follows (Hooks.listen)
 
     def adapter_for(self, target: Any) -> Adapter:
         """The adapter that accepts ``target``.
@@ -772,7 +768,7 @@ def run_log(scope: RunScope) -> RunLog:
         units.extend(_running_units(scope, units))
     units.sort(key=lambda u: u.step)
     return RunLog.from_records(
-        run_record(scope),
+        run_record(scope.info),
         [step_record(u) for u in units],
         [run_log(child) for child in scope.children],
     )

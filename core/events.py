@@ -210,6 +210,8 @@ class RunInfo:
     error: BaseException | ErrorInfo | None = None
     #: labels an adapter gives the run (LangGraph: its checkpointer ``thread_id``), recorded
     tags: dict[str, str] = field(default_factory=dict)
+    #: the step of the parent run's unit that started this run (``None`` for a top-level run)
+    parent_step: int | None = None
 
     @property
     def duration(self) -> float | None:
@@ -232,6 +234,7 @@ class RunInfo:
             "output": jsonable(self.output),
             "error": None if self.error is None else ErrorInfo.of(self.error).to_dict(),
             "tags": dict(self.tags),
+            "parent_step": self.parent_step,
         }
 
 

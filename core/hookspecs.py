@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from flowdbg.breakpoints import Breakpoint
     from flowdbg.debugger import Debugger
     from flowdbg.events import Event, RunInfo
+    from flowdbg.runtime import Unit
     from flowdbg.stops import Stop
 
 hookspec = pluggy.HookspecMarker("flowdbg")
@@ -71,6 +72,22 @@ def flowdbg_on_event(debugger: Debugger, event: Event) -> None:
 
     :param debugger: the debugger.
     :param event: the event with its location and payloads.
+    """
+
+
+@hookspec
+def flowdbg_on_step(debugger: Debugger, unit: Unit) -> None:
+    """A unit finished: its ``after``, ``error`` or discard, or, for a unit whose state the
+    framework commits later, once that state is known.
+
+    This is the one channel for finished units: the built-in recorder is a plugin implementing
+    it. Unlike :func:`flowdbg_on_event` it keeps the debugger's fast path, so it must cost next
+    to nothing: ``unit.record()`` builds the :class:`flowdbg.StepRecord`, which an observer
+    wanting it off the run's thread does later (keep the unit, build the record elsewhere).
+
+    :param debugger: the debugger.
+    :param unit: the finished :class:`flowdbg.Unit` (``status``, ``input``, ``output``,
+        ``state``, ``decision``, ``exception``, timings).
     """
 
 

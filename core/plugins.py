@@ -12,7 +12,7 @@ import importlib.metadata
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from flowdbg.breakpoints import Breakpoint
     from flowdbg.debugger import Debugger
     from flowdbg.events import Event, RunInfo
+    from flowdbg.runtime import Unit
     from flowdbg.stops import Stop
 
 __all__ = ["ENTRY_POINT_GROUP", "EntryPointResult", "Hooks", "discover", "hookimpl"]
@@ -134,6 +135,9 @@ class Hooks:
         self._pm = pm
         self._debugger = debugger
         self._failed: set[str] = set()
+        self._listeners: list[Callable[[], None]] = []
+        #: ``on_step(unit)``: the finished-unit hook for the hot path, or ``None`` (see refresh)
+        self.on_step: Callable[[Unit], None] | None = None
         self.refresh()
 
     def _observe(self, name: str, **kwargs: Any) -> None:
@@ -153,6 +157,40 @@ class Hooks:
         self.has_resume = bool(hook.flowdbg_on_resume.get_hookimpls())
         self.has_log = bool(hook.flowdbg_on_log.get_hookimpls())
         self.has_run_end = bool(hook.flowdbg_on_run_end.get_hookimpls())
+        self.on_step = self._direct("flowdbg_on_step")
+        for listener in self._listeners:
+            listener()
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` whenever the implementations change (the controller keeps its
+        fast-path dispatch in step with them)."""
+        self._listeners.append(listener)
+
+    def _direct(self, name: str) -> Callable[[Unit], None] | None:
+        """A call of hook ``name`` (whose one argument besides ``debugger`` is ``unit``) for the
+        hot path: ``None`` with no implementation, the implementation itself when it takes only
+        ``unit`` (the recorder's), else a loop over the implementations that logs a failure."""
+        impls = getattr(self._pm.hook, name).get_hookimpls()
+        if not impls:
+            return None
+        if len(impls) == 1 and tuple(impls[0].argnames) == ("unit",):
+            direct: Callable[[Unit], None] = impls[0].function
+            return direct
+        calls = [(impl.function, tuple(impl.argnames)) for impl in reversed(impls)]
+        debugger = self._debugger
+        failed = self._failed
+
+        def dispatch(unit: Unit) -> None:
+            values = {"debugger": debugger, "unit": unit}
+            for function, argnames in calls:
+                try:
+                    function(*[values[arg] for arg in argnames])
+                except Exception:
+                    if name not in failed:
+                        failed.add(name)
+                        log.exception("a flowdbg plugin failed in %s; the run goes on", name)
+
+        return dispatch
 
     def register_adapters(self, register: Any) -> None:
         self._pm.hook.flowdbg_register_adapters(register=register)

@@ -1,8 +1,9 @@
 """The built-in recorder: every finished unit and every run, written to a store off the hot path.
 
-The debugged program only appends to a queue (a few hundred nanoseconds per unit); a writer
-thread turns the queued units into :class:`~flowdbg.records.StepRecord` s (resolving deferred
-state and decisions there), and writes them in batches, one transaction each. The queue is
+It is a plugin like any other, observing ``flowdbg_on_run_start``, ``flowdbg_on_step`` and
+``flowdbg_on_run_end``. The debugged program only appends to a queue (a few hundred nanoseconds
+per unit); a writer thread turns the queued units into :class:`~flowdbg.records.StepRecord` s
+and writes them in batches, one transaction each. The queue is
 bounded: when the writer cannot keep up, new steps are dropped and counted rather than slowing
 or blocking the run (a warning says so once). At interpreter exit the queue is flushed.
 """
@@ -20,10 +21,12 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.events import ErrorInfo
+from flowdbg.plugins import hookimpl
 from flowdbg.records import RunRecord, StepRecord
 
 if TYPE_CHECKING:
-    from flowdbg.runtime import RunScope, Unit
+    from flowdbg.events import RunInfo
+    from flowdbg.runtime import Unit
     from flowdbg.store import Store
 
 __all__ = ["Recorder", "run_record", "step_record"]
@@ -66,17 +69,15 @@ def step_record(unit: Unit) -> StepRecord:
     )
 
 
-def run_record(scope: RunScope) -> RunRecord:
+def run_record(info: RunInfo) -> RunRecord:
     """The record of a run (its current status)."""
-    info = scope.info
-    parent = scope.parent_unit
     return RunRecord(
         run_id=info.run_id,
         framework=info.framework,
         name=info.name,
         parent_run_id=info.parent_run_id,
         root_run_id=info.root_run_id,
-        parent_step=None if parent is None else parent.step,
+        parent_step=info.parent_step,
         path=info.path,
         status=info.status.value,
         started_at=info.started_at,
@@ -125,12 +126,14 @@ class Recorder:
         self._start_lock = threading.Lock()
         _live.add(self)
 
-    # -- the hot path: called on the debugged program's threads and tasks --
+    # -- the hot path: hooks called on the debugged program's threads and tasks --
 
-    def run_started(self, scope: RunScope) -> None:
-        self._put("run", scope)
+    @hookimpl
+    def flowdbg_on_run_start(self, run: RunInfo) -> None:
+        self._put("run", run)
 
-    def unit_finished(self, unit: Unit) -> None:
+    @hookimpl
+    def flowdbg_on_step(self, unit: Unit) -> None:
         if len(self._queue) >= self.max_queue:
             self.dropped += 1
             if self.dropped == 1:
@@ -142,8 +145,9 @@ class Recorder:
             return
         self._put("step", unit)
 
-    def run_ended(self, scope: RunScope) -> None:
-        self._put("end", scope)
+    @hookimpl
+    def flowdbg_on_run_end(self, run: RunInfo) -> None:
+        self._put("end", run)
         self._wake.set()  # a finished run is written promptly
 
     def _put(self, kind: str, item: Any) -> None:

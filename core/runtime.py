@@ -33,6 +33,7 @@ from flowdbg.events import ErrorInfo, Location, Position, RunInfo, RunStatus
 
 if TYPE_CHECKING:
     from flowdbg.controller import Controller
+    from flowdbg.records import StepRecord
 
 __all__ = ["RunScope", "Unit", "current_unit"]
 
@@ -127,9 +128,9 @@ class RunScope:
 
     def _finished(self, unit: Unit) -> None:
         self.units.append(unit)  # list.append is atomic: parallel branches may finish at once
-        recorder = self.ctl.recorder
-        if recorder is not None:
-            recorder.unit_finished(unit)
+        on_step = self.ctl.on_step
+        if on_step is not None:
+            on_step(unit)
 
     @property
     def quiet(self) -> bool:
@@ -139,8 +140,9 @@ class RunScope:
 
     @property
     def recording(self) -> bool:
-        """Whether finished units are recorded."""
-        return self.ctl.recorder is not None
+        """Whether finished units are recorded (the built-in recorder, or another plugin
+        implementing ``flowdbg_on_step``, receives them)."""
+        return self.ctl.on_step is not None
 
     @property
     def unsettled(self) -> bool:
@@ -165,7 +167,7 @@ class RunScope:
         if not pending:
             return
         keep = []
-        recorder = self.ctl.recorder
+        on_step = self.ctl.on_step
         while True:
             try:
                 unit = pending.popleft()  # atomic: parallel branches may settle at once
@@ -176,8 +178,8 @@ class RunScope:
                 continue
             if unit.state is None:
                 unit.state = state
-            if recorder is not None:
-                recorder.unit_finished(unit)
+            if on_step is not None:
+                on_step(unit)
         pending.extend(keep)
 
     @property
@@ -464,8 +466,8 @@ class Unit:
         run.units.append(self)  # list.append is atomic: parallel branches may finish at once
         if deferred and state is None:
             run._unsettled.append(self)  # recorded when settled
-        elif ctl.recorder is not None:
-            ctl.recorder.unit_finished(self)
+        elif ctl.on_step is not None:
+            ctl.on_step(self)
         return output
 
     def error(self, exc: BaseException, *, state: Any = None) -> None:
@@ -543,8 +545,8 @@ class Unit:
         run.units.append(self)
         if deferred and state is None:
             run._unsettled.append(self)
-        elif ctl.recorder is not None:
-            ctl.recorder.unit_finished(self)
+        elif ctl.on_step is not None:
+            ctl.on_step(self)
         return output
 
     async def aerror(self, exc: BaseException, *, state: Any = None) -> None:
@@ -588,6 +590,14 @@ class Unit:
     def resolved(self) -> tuple[Any, Any]:
         """``(state, decision)`` after the unit, as far as they are known."""
         return getattr(self, "state", None), getattr(self, "decision", None)
+
+    def record(self) -> StepRecord:
+        """The :class:`flowdbg.StepRecord` of this unit as it is now (built on each call: an
+        observer of ``flowdbg_on_step`` that wants it off the run's thread keeps the unit and
+        builds the record later, as the built-in recorder does)."""
+        from flowdbg.recorder import step_record
+
+        return step_record(self)
 
     def record_value(self, name: str) -> Any:
         """An outcome attribute (``input``, ``output``, ``exception``, ``started_at``...) or
@@ -666,4 +676,5 @@ def new_run_info(framework: str, name: str, parent: Unit | None, input: Any) -> 
         path=(*parent.run.path, parent.node),
         status=RunStatus.RUNNING,
         input=input,
+        parent_step=parent.step,
     )

@@ -219,6 +219,56 @@ def test_register_plugin_later_turns_observation_on() -> None:
     assert ("run_end", "completed") in rec.calls
 
 
+class Exporter:
+    """Observes finished units only, as an exporter would: keeps them, builds records later."""
+
+    def __init__(self) -> None:
+        self.units: list[Any] = []
+
+    @flowdbg.hookimpl
+    def flowdbg_on_step(self, unit: Any) -> None:
+        self.units.append(unit)
+
+
+def test_the_step_hook_gets_every_finished_unit_and_keeps_the_fast_path(tmp_path: Any) -> None:
+    exporter = Exporter()
+    dbg = flowdbg.Debugger(plugins=[exporter], db=tmp_path / "x.db")
+    try:
+        app = dbg.attach(linear_graph())
+        assert dbg._ctl.quiet  # observing finished units costs no point of the run
+        assert app.invoke({"x": 1}) == {"x": 20}
+        records = [unit.record() for unit in exporter.units]
+        assert [(r.node, r.status, r.output) for r in records] == [
+            ("a", "completed", {"x": 2}),
+            ("b", "completed", {"x": 20}),
+        ]
+        assert records[1].state == {"x": 20}  # the state the graph committed after b
+        # the built-in recorder is a plugin of the same hook: it got the same units
+        assert dbg.flush(10)
+        assert dbg.store is not None
+        (run,) = dbg.store.list_runs()
+        assert [s.node for s in dbg.store.get_steps(run.run_id)] == ["a", "b"]
+        assert dbg._pm.get_plugin("flowdbg.recorder") is not None
+    finally:
+        dbg.close()
+
+
+def test_a_failing_step_observer_does_not_break_the_run(caplog: Any) -> None:
+    class Broken:
+        @flowdbg.hookimpl
+        def flowdbg_on_step(self, debugger: Any, unit: Any) -> None:
+            raise RuntimeError("exporter down")
+
+    exporter = Exporter()
+    dbg = flowdbg.Debugger(plugins=[Broken(), exporter], record=False)
+    app = dbg.attach(linear_graph())
+    assert app.invoke({"x": 1}) == {"x": 20}
+    assert app.invoke({"x": 1}) == {"x": 20}
+    assert len(exporter.units) == 4  # the other observer still saw every unit
+    failures = [r for r in caplog.records if "flowdbg_on_step" in r.getMessage()]
+    assert len(failures) == 1  # logged once, not per unit
+
+
 def test_register_commands_hook_adds_cli_commands() -> None:
     class Commands:
         @flowdbg.hookimpl

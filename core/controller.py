@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
 import itertools
 import logging
 import threading
@@ -383,7 +384,22 @@ class Controller:
         decision: Any,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Any:
-        """A point reached by an async branch: suspends only the calling task."""
+        """A point reached by an async branch: suspends only the calling task. ``resolve`` may
+        be async here: it is awaited (before the point is checked) when anything could look."""
+        if resolve is not None and state is None and self._may_look(unit, position):
+            try:
+                found = resolve(output)
+                if inspect.isawaitable(found):
+                    found = await found
+                looked, resolved_decision = found
+                if inspect.isawaitable(looked):  # a before point's async resolve()
+                    looked = await looked
+            except Exception:  # the framework reports a bad update itself
+                looked, resolved_decision = None, None
+            state, decision = unit.looked(
+                position, looked, decision if resolved_decision is None else resolved_decision
+            )
+            resolve = None
         stop = self._check(unit, position, state, input, output, error, decision, resolve)
         if stop is None:
             return input if position == _BEFORE else output
@@ -416,12 +432,17 @@ class Controller:
         root = unit.run.root
         if root.terminated:
             raise Terminated()
-        if resolve is not None and state is not None:
-            resolve = None
+        if resolve is not None:
+            if state is not None:
+                resolve = None
+            elif position == _BEFORE and self._watched(unit):
+                # a watch compares the state after the unit with the state before it
+                state, decision = unit.look(position, output, resolve)
+                resolve = None
         event: Event | None = None
         if self.observe_events:
             if resolve is not None:
-                state, decision = unit.look(output, resolve)
+                state, decision = unit.look(position, output, resolve)
                 resolve = None
             event = Event(unit.location(position), state, input, output, error, decision)
             self.hooks.on_event(event=event)
@@ -437,7 +458,7 @@ class Controller:
             if not bp.enabled or not c.may_match(position, kind, node):
                 continue
             if resolve is not None and c.needs_resolve:
-                state, decision = unit.look(output, resolve)
+                state, decision = unit.look(position, output, resolve)
                 resolve = event = None
             if event is None:
                 event = Event(unit.location(position), state, input, output, error, decision)
@@ -518,7 +539,7 @@ class Controller:
             if reason is None:
                 return None
             if resolve is not None:  # the stop shows them
-                state, decision = unit.look(output, resolve)
+                state, decision = unit.look(position, output, resolve)
                 event = None
             reqs = self._steps.get(root.run_id)
             if reqs:
@@ -552,6 +573,28 @@ class Controller:
             self._notify()
         self.hooks.on_stop(stop=stop)
         return stop
+
+    def _watched(self, unit: Unit) -> bool:
+        """Whether a watch may stop after ``unit``."""
+        return any(
+            c.bp.enabled
+            and c.type == BreakpointType.WATCH
+            and c.may_match(_AFTER, unit.kind, unit.node)
+            for c in self._matchers
+        )
+
+    def _may_look(self, unit: Unit, position: str) -> bool:
+        """Whether anything may read the state at this point or stop there (an async resolve
+        is awaited only then)."""
+        root = unit.run.root
+        if self.observe_events or self._pause or (self.stop_on_entry and not root.entered):
+            return True
+        if position != _AFTER and self._steps.get(root.run_id):
+            return True
+        kind, node = unit.kind, unit.node
+        return any(c.bp.enabled and c.may_match(position, kind, node) for c in self._matchers) or (
+            position == _BEFORE and self._watched(unit)
+        )
 
     def _go_on(self, stop: Stop, action: Action) -> Any:
         if action == Action.TERMINATE:

@@ -386,11 +386,20 @@ class Unit:
 
     # -- sync points --
 
-    def before(self, *, state: Any = None, input: Any = _SAME) -> Any:
+    def before(
+        self,
+        *,
+        state: Any = None,
+        input: Any = _SAME,
+        resolve: Callable[[], Any] | None = None,
+    ) -> Any:
         """Report the ``before`` point; may block. Returns the input to use (maybe edited).
 
         :param state: the framework state as the unit sees it.
         :param input: what the unit receives; defaults to ``state``.
+        :param resolve: instead of ``state``: ``resolve()`` returns it, called at most once,
+            during this point, only when someone looks (a stop, a condition naming the state,
+            a watch on this unit, an observer). Give ``input`` with it.
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         if input is _SAME:
@@ -399,8 +408,9 @@ class Unit:
         ctl = self.run.ctl
         if not ctl.quiet:
             self.started_at = _now()
+            found = None if resolve is None or state is not None else _at_before(resolve)
             try:
-                input = ctl.point(self, _BEFORE, state, input, None, None, None)
+                input = ctl.point(self, _BEFORE, state, input, None, None, None, found)
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
@@ -489,16 +499,25 @@ class Unit:
 
     # -- async points: suspend only the calling task --
 
-    async def abefore(self, *, state: Any = None, input: Any = _SAME) -> Any:
-        """Async form of :meth:`before`: suspends only the calling task."""
+    async def abefore(
+        self,
+        *,
+        state: Any = None,
+        input: Any = _SAME,
+        resolve: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Async form of :meth:`before`: suspends only the calling task. ``resolve`` may be
+        async (a framework whose state lives behind ``await``); it is then awaited whenever a
+        stop could open or something could read the state here."""
         if input is _SAME:
             input = state
         self.state_before = state
         ctl = self.run.ctl
         if not ctl.quiet:
             self.started_at = _now()
+            found = None if resolve is None or state is not None else _at_before(resolve)
             try:
-                input = await ctl.apoint(self, _BEFORE, state, input, None, None, None)
+                input = await ctl.apoint(self, _BEFORE, state, input, None, None, None, found)
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
@@ -575,13 +594,22 @@ class Unit:
                 failed.append(self)
         self.run._finished(self)
 
-    def look(self, output: Any, resolve: Callable[[Any], tuple[Any, Any]]) -> tuple[Any, Any]:
-        """``(state, decision)`` at the after point, from ``resolve(output)`` (internal: the
-        controller calls it when a stop, a condition or an observer needs them)."""
+    def look(
+        self, position: str, output: Any, resolve: Callable[[Any], tuple[Any, Any]]
+    ) -> tuple[Any, Any]:
+        """``(state, decision)`` at a point, from ``resolve(output)`` (internal: the controller
+        calls it when a stop, a condition or an observer needs them)."""
         try:
             state, decision = resolve(output)
         except Exception:  # the framework reports a bad update itself
             state, decision = None, None
+        return self.looked(position, state, decision)
+
+    def looked(self, position: str, state: Any, decision: Any) -> tuple[Any, Any]:
+        """Keep what a point resolved: the state before the unit, or after it."""
+        if position == _BEFORE:
+            self.state_before = state
+            return state, None
         self.state = state
         if decision is not None:
             self.decision = decision
@@ -627,6 +655,11 @@ class Unit:
 
     def __repr__(self) -> str:
         return f"<Unit {self.kind} {self.node!r} step {self.step} of {self.run.run_id}>"
+
+
+def _at_before(resolve: Callable[[], Any]) -> Callable[[Any], tuple[Any, Any]]:
+    """A before point's ``resolve()`` in the shape of an after point's: ``(state, None)``."""
+    return lambda _output: (resolve(), None)
 
 
 def _restore(token: contextvars.Token[Any]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import flowdbg
@@ -1216,3 +1217,104 @@ def test_async_wait_for_stop_returns_none_when_the_run_ends(backend: str) -> Non
         dbg.close()
     assert stop is None
     assert waited < T / 2  # woken by the run's end, not the timeout
+
+
+# ----------------------------------------------------------------- state resolved on demand
+
+
+def test_the_state_before_a_unit_is_resolved_only_when_someone_looks(
+    dbg: flowdbg.Debugger,
+) -> None:
+    calls: list[str] = []
+
+    def play(name: str) -> Any:
+        def state() -> dict[str, Any]:
+            calls.append(name)
+            return {"n": len(calls)}
+
+        scope = dbg.begin_run(framework="test", name="t", input=None)
+        unit = scope.unit(name)
+        got = unit.before(input={"arg": name}, resolve=state)
+        unit.after(output=None)
+        scope.end(output=None)
+        return got
+
+    dbg.start(play, "a").result(T)
+    dbg.break_before("zzz")
+    dbg.break_before("*", condition="input['arg'] == 'never'")  # reads the input, not the state
+    dbg.start(play, "b").result(T)
+    assert calls == []
+    dbg.break_before("c", condition="state['n'] == 1")  # names the state: it is resolved
+    handle = dbg.start(play, "c")
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.state == {"n": 1} and stop.input == {"arg": "c"}
+    dbg.resume()
+    assert handle.result(T) == {"arg": "c"}
+    assert calls == ["c"]
+
+
+def test_a_watch_resolves_the_state_before_the_unit_it_watches(dbg: flowdbg.Debugger) -> None:
+    def play(before: int, after: int) -> None:
+        scope = dbg.begin_run(framework="test", name="t", input=None)
+        unit = scope.unit("w")
+        unit.before(input=None, resolve=lambda: {"count": before})
+        unit.after(output=None, resolve=lambda output: ({"count": after}, None))
+        scope.end(output=None)
+
+    dbg.watch("count")
+    dbg.start(play, 1, 1).result(T)  # unchanged: no stop
+    assert dbg.stops == []
+    handle = dbg.start(play, 1, 2)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.reason == StopReason.WATCH
+    assert (stop.state_before, stop.state) == ({"count": 1}, {"count": 2})
+    dbg.resume()
+    handle.result(T)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_async_state_providers_are_awaited_only_where_a_stop_may_look(backend: str) -> None:
+    feed = StopFeed()
+    dbg = flowdbg.Debugger(record=False, plugins=[feed])
+    awaited: list[str] = []
+
+    async def store(name: str) -> dict[str, Any]:
+        await anyio.lowlevel.checkpoint()  # a state that lives behind await
+        awaited.append(name)
+        return {"where": name}
+
+    async def after_store(output: Any) -> tuple[Any, Any]:
+        await anyio.lowlevel.checkpoint()
+        awaited.append("after")
+        return {"where": "after", "out": output}, "next"
+
+    async def unit_of(scope: flowdbg.RunScope, name: str) -> Any:
+        unit = scope.unit(name)
+        await unit.abefore(input={"x": 1}, resolve=lambda: store(name))
+        return await unit.aafter(output={"y": 2}, resolve=after_store)
+
+    async def main() -> None:
+        scope = dbg.begin_run(framework="test", name="t", input=None)
+        await unit_of(scope, "quiet")
+        dbg.break_before("other")
+        await unit_of(scope, "unmatched")
+        assert awaited == []  # nothing could look at these points
+        dbg.break_before("held")
+        dbg.break_after("held")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(unit_of, scope, "held")
+            await feed.until(1)
+            (stop,) = dbg.stops
+            assert stop.state == {"where": "held"}
+            dbg.resume()
+            await feed.until(2)
+            (stop,) = dbg.stops
+            assert (stop.state, stop.decision) == ({"where": "after", "out": {"y": 2}}, "next")
+            dbg.resume()
+        scope.end(output=None)
+
+    try:
+        anyio.run(main, backend=backend)
+    finally:
+        dbg.close()
+    assert awaited == ["held", "after"]

@@ -385,22 +385,17 @@ class Controller:
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
     ) -> Any:
         """A point reached by an async branch: suspends only the calling task. ``resolve`` may
-        be async here: it is awaited (before the point is checked) when anything could look."""
-        if resolve is not None and state is None and self._may_look(unit, position):
-            try:
-                found = resolve(output)
-                if inspect.isawaitable(found):
-                    found = await found
-                looked, resolved_decision = found
-                if inspect.isawaitable(looked):  # a before point's async resolve()
-                    looked = await looked
-            except Exception:  # the framework reports a bad update itself
-                looked, resolved_decision = None, None
-            state, decision = unit.looked(
-                position, looked, decision if resolved_decision is None else resolved_decision
-            )
+        be async here (a state behind ``await``): it is awaited where a condition, a watch or
+        an observer reads the state, and for a stop before the stop is shown."""
+        if resolve is not None and state is None and self._reads_state(unit, position):
+            state, decision = await self._alook(unit, position, output, decision, resolve)
             resolve = None
-        stop = self._check(unit, position, state, input, output, error, decision, resolve)
+        stop = self._check(
+            unit, position, state, input, output, error, decision, resolve, publish=False
+        )
+        if stop is not None and resolve is not None and not stop._published:
+            stop.state, stop.decision = await self._alook(unit, position, output, decision, resolve)
+            self._publish(stop)
         if stop is None:
             return input if position == _BEFORE else output
         try:
@@ -427,8 +422,12 @@ class Controller:
         error: BaseException | None,
         decision: Any,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
+        *,
+        publish: bool = True,
     ) -> Stop | None:
-        """Emit the event and decide whether it stops; open the stop if so."""
+        """Emit the event and decide whether it stops; open the stop if so. With ``publish``
+        false and a state still to resolve, the stop is returned unopened (an async point
+        awaits the state, then calls :meth:`_publish`)."""
         root = unit.run.root
         if root.terminated:
             raise Terminated()
@@ -538,7 +537,7 @@ class Controller:
                     reason = StopReason.ENTRY
             if reason is None:
                 return None
-            if resolve is not None:  # the stop shows them
+            if resolve is not None and publish:  # the stop shows them
                 state, decision = unit.look(position, output, resolve)
                 event = None
             reqs = self._steps.get(root.run_id)
@@ -566,6 +565,9 @@ class Controller:
                 message=getattr(unit, "note", None),
                 _unit=unit,
             )
+            if resolve is not None and not publish:
+                return stop
+            stop._published = True
             self._stops[stop.id] = stop
             if self._selected is None:
                 self._selected = stop.id
@@ -583,18 +585,56 @@ class Controller:
             for c in self._matchers
         )
 
-    def _may_look(self, unit: Unit, position: str) -> bool:
-        """Whether anything may read the state at this point or stop there (an async resolve
-        is awaited only then)."""
-        root = unit.run.root
-        if self.observe_events or self._pause or (self.stop_on_entry and not root.entered):
-            return True
-        if position != _AFTER and self._steps.get(root.run_id):
+    def _reads_state(self, unit: Unit, position: str) -> bool:
+        """Whether checking this point reads its state: an observer, a breakpoint whose match
+        needs it (see ``_Compiled.needs_resolve``), a watch on the unit. The same cases as
+        :meth:`_check` resolves in, so an async point can await the state first."""
+        if self.observe_events:
             return True
         kind, node = unit.kind, unit.node
-        return any(c.bp.enabled and c.may_match(position, kind, node) for c in self._matchers) or (
-            position == _BEFORE and self._watched(unit)
-        )
+        if any(
+            c.needs_resolve and c.bp.enabled and c.may_match(position, kind, node)
+            for c in self._matchers
+        ):
+            return True
+        return position == _BEFORE and self._watched(unit)
+
+    @staticmethod
+    async def _alook(
+        unit: Unit,
+        position: str,
+        output: Any,
+        decision: Any,
+        resolve: Callable[[Any], Any],
+    ) -> tuple[Any, Any]:
+        """``resolve(output)``, awaited where it (or, at a before point, the state in it) is
+        awaitable; kept on the unit like :meth:`Unit.look`."""
+        try:
+            found = resolve(output)
+            if inspect.isawaitable(found):
+                found = await found
+            state, resolved = found
+            if inspect.isawaitable(state):  # a before point's async resolve()
+                state = await state
+        except Exception:  # the framework reports a bad update itself
+            state, resolved = None, None
+        return unit.looked(position, state, decision if resolved is None else resolved)
+
+    def _publish(self, stop: Stop) -> None:
+        """Open a stop built without its state (an async point resolved it since)."""
+        unit = stop._unit
+        with self._lock:
+            if unit is not None and unit.run.root.terminated:
+                stop._action = Action.TERMINATE  # terminate() came first: do not hold
+                stop._event.set()
+                return
+            stop._published = True
+            self._stops[stop.id] = stop
+            if self._selected is None:
+                self._selected = stop.id
+            self._refresh()
+            self._notify()
+        self.hooks.on_stop(stop=stop)
 
     def _go_on(self, stop: Stop, action: Action) -> Any:
         if action == Action.TERMINATE:

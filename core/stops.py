@@ -76,6 +76,7 @@ class Stop:
     _event: threading.Event = field(default_factory=threading.Event, repr=False)
     _action: Action = field(default=Action.CONTINUE, repr=False)
     _edited: bool = field(default=False, repr=False)
+    _published: bool = field(default=False, repr=False)  # open: the controller holds it
     _wakers: list[Any] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     resumed_at: float | None = field(default=None, repr=False)

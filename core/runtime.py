@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import inspect
 import itertools
 import os
 import random
@@ -268,6 +269,20 @@ class RunScope:
         if self._unsettled:  # what the framework never committed keeps the state before it
             self.settle(None)
         self.ctl.end_run(self, output=output, error=error, suspended=suspended)
+
+    def __enter__(self) -> RunScope:
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        """Close the run: with the exception leaving the block, or (if the block did not call
+        :meth:`end` itself) with no output."""
+        self.end(error=exc) if exc is not None else self.end()
+
+    async def __aenter__(self) -> RunScope:
+        return self
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        self.__exit__(kind, exc, tb)
 
     def has_suspended_units(self) -> bool:
         """Whether a unit of this run (calls inside its units included) ended ``suspended``."""
@@ -581,6 +596,72 @@ class Unit:
                 self._finish("failed", other, ended)
                 raise
         self._finish("failed", exc, ended)
+
+    # -- the whole unit around one call --
+
+    def call(
+        self,
+        fn: Callable[[Any], Any],
+        input: Any,
+        *,
+        state: Any = None,
+        suspend_on: tuple[type[BaseException], ...] = (),
+        decide: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Run ``fn(input)`` as this unit: the before point (where ``input`` may be edited),
+        the call, then the error point (the exception goes on unchanged) or the after point
+        (where the result may be edited). For the calls a unit makes (a tool, a model), whose
+        state is the state its unit started from.
+
+        :param fn: the call, given the (maybe edited) input.
+        :param input: what the call receives.
+        :param state: the state shown at the unit's points.
+        :param suspend_on: exceptions that are the framework's control flow pausing the call
+            to run it again later (not errors): the unit leaves ``suspended``.
+        :param decide: ``decide(result)`` gives the after point's decision (a handoff's target).
+        :returns: the call's result, maybe edited at the after stop.
+        """
+        input = self.before(state=state, input=input)
+        try:
+            output = fn(input)
+        except suspend_on as exc:
+            self.discard(exc, status="suspended")
+            raise
+        except Exception as exc:
+            self.error(exc, state=state)
+            raise
+        except BaseException as exc:  # flowdbg.Terminated, cancellation
+            self.discard(exc)
+            raise
+        decision = None if decide is None else decide(output)
+        return self.after(output=output, state=state, decision=decision)
+
+    async def acall(
+        self,
+        fn: Callable[[Any], Any],
+        input: Any,
+        *,
+        state: Any = None,
+        suspend_on: tuple[type[BaseException], ...] = (),
+        decide: Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Async form of :meth:`call`: ``fn(input)`` is awaited when it returns an awaitable."""
+        input = await self.abefore(state=state, input=input)
+        try:
+            output = fn(input)
+            if inspect.isawaitable(output):
+                output = await output
+        except suspend_on as exc:
+            self.discard(exc, status="suspended")
+            raise
+        except Exception as exc:
+            await self.aerror(exc, state=state)
+            raise
+        except BaseException as exc:
+            self.discard(exc)
+            raise
+        decision = None if decide is None else decide(output)
+        return await self.aafter(output=output, state=state, decision=decision)
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
         if status == "failed" and isinstance(exc, Terminated):

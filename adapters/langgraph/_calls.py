@@ -512,6 +512,11 @@ _WRAPPED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
+#: LangGraph's control flow through a tool call (interrupt(), a Command to a parent graph):
+#: the call is paused to run again, not failed
+_PAUSING = (GraphBubbleUp,)
+
+
 def _tool_result(original: Any, edited: Any) -> Any:
     """What an edit of a ToolNode call's result becomes: text replaces the message content."""
     if isinstance(edited, str) and hasattr(original, "model_copy"):
@@ -553,24 +558,21 @@ class ToolNodeWrapper:
         unit = self._open(request)
         if unit is None:
             return self.inner(request, execute) if self.inner else execute(request)
+
+        returned: list[Any] = []  # the tool's own result (an edit may replace it by text)
+
+        def run(args: Any) -> Any:
+            edited = self._request(request, args)
+            token = _WRAPPED.set(True)
+            try:
+                returned.append(self.inner(edited, execute) if self.inner else execute(edited))
+            finally:
+                _WRAPPED.reset(token)
+            return returned[0]
+
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
-        args = unit.before(state=state, input=request.tool_call.get("args"))
-        request = self._request(request, args)
-        token = _WRAPPED.set(True)
-        try:
-            result = self.inner(request, execute) if self.inner else execute(request)
-        except GraphBubbleUp as exc:
-            unit.discard(exc, status="suspended")
-            raise
-        except Exception as exc:
-            unit.error(exc, state=state)
-            raise
-        except BaseException as exc:
-            unit.discard(exc)
-            raise
-        finally:
-            _WRAPPED.reset(token)
-        return _tool_result(result, unit.after(output=result, state=state))
+        result = unit.call(run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING)
+        return _tool_result(returned[0], result)
 
     async def acall(self, request: Any, execute: Any) -> Any:
         unit = self._open(request)
@@ -581,29 +583,28 @@ class ToolNodeWrapper:
             if self.inner is not None:  # ToolNode falls back to the sync wrapper likewise
                 return self.inner(request, execute)
             return await execute(request)
+
+        returned: list[Any] = []
+
+        async def run(args: Any) -> Any:
+            edited = self._request(request, args)
+            token = _WRAPPED.set(True)
+            try:
+                if inner is not None:
+                    returned.append(await inner(edited, execute))
+                elif self.inner is not None:
+                    returned.append(self.inner(edited, execute))
+                else:
+                    returned.append(await execute(edited))
+            finally:
+                _WRAPPED.reset(token)
+            return returned[0]
+
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
-        args = await unit.abefore(state=state, input=request.tool_call.get("args"))
-        request = self._request(request, args)
-        token = _WRAPPED.set(True)
-        try:
-            if inner is not None:
-                result = await inner(request, execute)
-            elif self.inner is not None:
-                result = self.inner(request, execute)
-            else:
-                result = await execute(request)
-        except GraphBubbleUp as exc:
-            unit.discard(exc, status="suspended")
-            raise
-        except Exception as exc:
-            await unit.aerror(exc, state=state)
-            raise
-        except BaseException as exc:
-            unit.discard(exc)
-            raise
-        finally:
-            _WRAPPED.reset(token)
-        return _tool_result(result, await unit.aafter(output=result, state=state))
+        result = await unit.acall(
+            run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING
+        )
+        return _tool_result(returned[0], result)
 
 
 def is_tool_node(obj: Any) -> bool:

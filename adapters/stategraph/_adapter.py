@@ -210,35 +210,31 @@ class _Reporter:
     # -- runs --
 
     def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
-        token = _RUN.set(scope)
-        calls = _graph.CALL_INTERCEPTOR.set(self)
-        try:
-            out = proceed(state)
-        except BaseException as exc:
-            scope.end(error=exc)
-            raise
-        finally:
-            _graph.CALL_INTERCEPTOR.reset(calls)
-            _RUN.reset(token)
-        scope.settle(out)  # the final state: what the last superstep committed
-        scope.end(output=out)
+        with self._dbg.begin_run(framework="stategraph", name=graph.name, input=state) as scope:
+            token = _RUN.set(scope)
+            calls = _graph.CALL_INTERCEPTOR.set(self)
+            try:
+                out = proceed(state)
+            finally:
+                _graph.CALL_INTERCEPTOR.reset(calls)
+                _RUN.reset(token)
+            scope.settle(out)  # the final state: what the last superstep committed
+            scope.end(output=out)
         return out
 
     async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        scope = self._dbg.begin_run(framework="stategraph", name=graph.name, input=state)
-        token = _RUN.set(scope)
-        calls = _graph.CALL_INTERCEPTOR.set(self)
-        try:
-            out = await proceed(state)
-        except BaseException as exc:
-            scope.end(error=exc)
-            raise
-        finally:
-            _graph.CALL_INTERCEPTOR.reset(calls)
-            _RUN.reset(token)
-        scope.settle(out)
-        scope.end(output=out)
+        async with self._dbg.begin_run(
+            framework="stategraph", name=graph.name, input=state
+        ) as scope:
+            token = _RUN.set(scope)
+            calls = _graph.CALL_INTERCEPTOR.set(self)
+            try:
+                out = await proceed(state)
+            finally:
+                _graph.CALL_INTERCEPTOR.reset(calls)
+                _RUN.reset(token)
+            scope.settle(out)
+            scope.end(output=out)
         return out
 
     # -- tool and model calls made by a node --
@@ -255,42 +251,23 @@ class _Reporter:
         if found is None:
             return proceed(args)
         unit, parent = found
-        state = parent.state_before
-        args = unit.before(state=state, input=args)
-        try:
-            result = proceed(args)
-        except Exception as exc:
-            unit.error(exc, state=state)
-            raise
-        except BaseException as exc:
-            unit.discard(exc)
-            raise
-        return unit.after(output=result, state=state, decision=self._handed_to(target, result))
+        decide = self._handed_to if target.kind == "handoff" else None
+        return unit.call(proceed, args, state=parent.state_before, decide=decide)
 
     async def acall(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:
         found = self._call_unit(target)
         if found is None:
             return await proceed(args)
         unit, parent = found
-        state = parent.state_before
-        args = await unit.abefore(state=state, input=args)
-        try:
-            result = await proceed(args)
-        except Exception as exc:
-            await unit.aerror(exc, state=state)
-            raise
-        except BaseException as exc:
-            unit.discard(exc)
-            raise
-        decision = self._handed_to(target, result)
-        return await unit.aafter(output=result, state=state, decision=decision)
+        decide = self._handed_to if target.kind == "handoff" else None
+        return await unit.acall(proceed, args, state=parent.state_before, decide=decide)
 
     # -- handoffs: calls of kind "handoff", whose arguments and result are {"to", "payload"} --
 
     @staticmethod
-    def _handed_to(target: Any, result: Any) -> str | None:
+    def _handed_to(result: Any) -> str | None:
         """A handoff's decision: the node it hands the run over to."""
-        if target.kind != "handoff" or not isinstance(result, dict):
+        if not isinstance(result, dict):
             return None
         to = result.get("to")
         return to if isinstance(to, str) else None

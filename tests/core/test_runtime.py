@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import flowdbg
@@ -481,3 +482,92 @@ def test_summary_lists_keys_with_type_and_size(dbg: flowdbg.Debugger) -> None:
     assert rows["big"].size == 100_000 and len(rows["big"].preview) < 200
     dbg.resume()
     run.result(T)
+
+
+# -- the shared machinery adapters build on ----------------------------------------------------
+
+
+def test_a_run_scope_closes_itself_as_a_context_manager(dbg: flowdbg.Debugger) -> None:
+    with dbg.begin_run(framework="t", name="ok", input=1) as scope:
+        scope.unit("a").call(lambda x: x + 1, 1)
+        scope.end(output=2)
+    with pytest.raises(ValueError, match="boom"), dbg.begin_run(framework="t", name="failing"):
+        raise ValueError("boom")
+    with dbg.begin_run(framework="t", name="silent", input=1):
+        pass
+    ok, failing, silent = (log.run for log in dbg.runs)
+    assert (ok.status, ok.output) == ("completed", 2)
+    assert failing.status == "failed" and failing.error is not None
+    assert failing.error.type == "ValueError"
+    assert (silent.status, silent.output) == ("completed", None)
+
+
+def test_unit_call_reports_before_call_and_after_with_edits(dbg: flowdbg.Debugger) -> None:
+    seen: list[Any] = []
+
+    def tool(args: dict[str, Any]) -> str:
+        seen.append(args)
+        return f"ran {args['cmd']}"
+
+    def play() -> Any:
+        with dbg.begin_run(framework="t", name="r", input=None) as scope:
+            return scope.unit("shell", kind="tool").call(
+                tool, {"cmd": "rm -rf /"}, state={"s": 1}, decide=lambda r: r.upper()
+            )
+
+    dbg.break_on_tool("shell")
+    dbg.break_after("shell", kind="tool")
+    run = dbg.start(play)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.position == "before" and seen == []
+    dbg.set("cmd", "ls")
+    dbg.resume()
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.position == "after"
+    assert (stop.output, stop.decision, stop.state) == ("ran ls", "RAN LS", {"s": 1})
+    dbg.set(".", "edited")
+    dbg.resume()
+    assert run.result(T) == "edited"
+    assert seen == [{"cmd": "ls"}]
+
+
+def test_unit_call_errors_and_pauses(dbg: flowdbg.Debugger) -> None:
+    class Pause(Exception):
+        """A framework's control flow: run the call again later."""
+
+    def fail(_: Any) -> Any:
+        raise KeyError("missing")
+
+    def pause(_: Any) -> Any:
+        raise Pause()
+
+    dbg.break_on_exception()
+    with dbg.begin_run(framework="t", name="r", input=None) as scope:
+        with pytest.raises(Pause):  # control flow: no exception stop, status suspended
+            scope.unit("p").call(pause, None, suspend_on=(Pause,))
+        unit = scope.unit("f")
+        run = dbg.start(unit.call, fail, None)
+        stop = dbg.wait_for_stop(T)
+        assert stop is not None and isinstance(stop.exception, KeyError)
+        dbg.resume()
+        assert isinstance(run.exception(T), KeyError)  # the original goes on
+        scope.end()
+    paused, failed = dbg.runs[-1].steps
+    assert (paused.status, failed.status) == ("suspended", "failed")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_unit_acall_awaits_the_call(dbg: flowdbg.Debugger, backend: str) -> None:
+    async def model(prompt: str) -> str:
+        await anyio.lowlevel.checkpoint()
+        return prompt + "!"
+
+    async def main() -> Any:
+        async with dbg.begin_run(framework="t", name="r", input=None) as scope:
+            got = await scope.unit("llm", kind="llm").acall(model, "hi")
+            sync = await scope.unit("tool", kind="tool").acall(lambda x: x * 2, 4)
+            scope.end(output=(got, sync))
+        return got, sync
+
+    assert anyio.run(main, backend=backend) == ("hi!", 8)
+    assert [(s.node, s.output) for s in dbg.runs[-1].steps] == [("llm", "hi!"), ("tool", 8)]

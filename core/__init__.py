@@ -5,6 +5,7 @@ Importing flowdbg imports no framework and patches nothing.
 
 from __future__ import annotations
 
+from flowdbg._diff import StateDiff
 from flowdbg.adapter import Adapter, AdapterInfo, Capability
 from flowdbg.breakpoints import Breakpoint, BreakpointType
 from flowdbg.debugger import Debugger, RunHandle
@@ -26,7 +27,6 @@ from flowdbg.plugins import hookimpl
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.runlog import NodeStats, RunLog, format_duration
 from flowdbg.runtime import RunScope, Unit
-from flowdbg.state import StateDiff
 from flowdbg.stops import Status, Stop, StopReason
 
 __version__ = "0.1.0.dev0"

@@ -3,7 +3,7 @@
 One policy, for every value flowdbg hands to a JSON consumer (``Event.to_dict``,
 ``RunLog.to_dict``, ``Stop.to_dict``, the CLI's ``--json`` envelopes):
 
-- values are first made plain by :func:`flowdbg.state.to_plain` (models, dataclasses, messages,
+- values are first made plain by :func:`flowdbg._values.to_plain` (models, dataclasses, messages,
   enums, dates, sets...), as the debugger shows them;
 - ``None``, ``bool``, ``int`` and finite ``float`` stay numbers (subclasses such as an
   ``IntEnum`` member become the base type);
@@ -29,7 +29,7 @@ import math
 from enum import Enum
 from typing import Any
 
-from flowdbg.state import to_plain
+from flowdbg._values import to_plain
 
 __all__ = ["jsonable", "strict_json"]
 
@@ -48,7 +48,7 @@ def jsonable(value: Any) -> Any:
 def strict_json(value: Any) -> Any:
     """A value that is already plain (dicts, lists, scalars) as strict JSON data; the second half
     of :func:`jsonable`, for data built of plain values (``to_dict`` results) that needs no
-    :func:`~flowdbg.state.to_plain` pass.
+    :func:`~flowdbg._values.to_plain` pass.
 
     :param value: plain data.
     :returns: the same data under the module's policy.

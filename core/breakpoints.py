@@ -353,7 +353,7 @@ class _Compiled:
                     f"args_pattern {bp.args_pattern!r} is not a valid regular expression: {exc}"
                 ) from exc
         if bp.type == BreakpointType.WATCH:
-            from flowdbg.state import parse_path
+            from flowdbg._paths import parse_path
 
             if not bp.watch_path:
                 raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
@@ -422,7 +422,7 @@ class _Compiled:
         return False
 
     def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
-        from flowdbg.state import get_path
+        from flowdbg._paths import get_path
 
         if event.state is None:  # the adapter cannot show the state here: nothing to compare
             return False, None

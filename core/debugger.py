@@ -9,6 +9,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from flowdbg._diff import StateDiff
+from flowdbg._paths import delete_path, get_path, set_path
+from flowdbg._values import KeySummary, summarize
 from flowdbg.adapter import Adapter, AdapterInfo
 from flowdbg.breakpoints import Breakpoint, BreakpointType
 from flowdbg.controller import Controller, IdTaken
@@ -24,7 +27,6 @@ from flowdbg.events import Kind, Position, RunInfo
 from flowdbg.plugins import Hooks, make_plugin_manager
 from flowdbg.recorder import Recorder, run_record, step_record
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
-from flowdbg.state import KeySummary, StateDiff, delete_path, get_path, set_path, summarize
 from flowdbg.stops import Action, Status, Stop
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from flowdbg._json import jsonable, strict_json
+from flowdbg._json import jsonable
 
 __all__ = [
     "ErrorInfo",
@@ -236,7 +236,3 @@ class RunInfo:
             "tags": dict(self.tags),
             "parent_step": self.parent_step,
         }
-
-
-# The converter of plain values that stops.py imports from here (see flowdbg._json).
-_jsonable = strict_json

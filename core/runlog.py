@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowdbg._json import jsonable
+from flowdbg._values import short_repr
 from flowdbg.events import ErrorInfo
 from flowdbg.records import RunRecord, StepRecord
-from flowdbg.state import short_repr
 
 __all__ = ["VIEWS", "NodeStats", "RunLog", "format_duration"]
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from flowdbg._json import jsonable
 from flowdbg.errors import EditRefused, FlowdbgError
-from flowdbg.events import ErrorInfo, Location, Position, _jsonable
+from flowdbg.events import ErrorInfo, Location, Position
 
 if TYPE_CHECKING:
+    from flowdbg._diff import StateDiff
     from flowdbg.runtime import Unit
-    from flowdbg.state import StateDiff
 
 __all__ = ["Status", "Stop", "StopReason"]
 
@@ -150,14 +151,12 @@ class Stop:
 
     def diff(self) -> StateDiff:
         """What the unit changed: its state before versus the state shown at this stop."""
-        from flowdbg.state import diff
+        from flowdbg._diff import diff
 
         return diff(self.state_before, self.state)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serializable description of the stop."""
-        from flowdbg.state import to_plain
-
         err = self.error
         return {
             "id": self.id,
@@ -165,11 +164,11 @@ class Stop:
             "location": self.location.to_dict(),
             "breakpoints": list(self.breakpoints),
             "hits": dict(self.hits),
-            "state": _jsonable(to_plain(self.state)),
-            "input": _jsonable(to_plain(self.input)),
-            "output": _jsonable(to_plain(self.output)),
+            "state": jsonable(self.state),
+            "input": jsonable(self.input),
+            "output": jsonable(self.output),
             "error": None if err is None else err.to_dict(),
-            "decision": _jsonable(to_plain(self.decision)),
+            "decision": jsonable(self.decision),
             "message": self.message,
             "created_at": self.created_at,
             "editable": self._editable_here(),

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
-from flowdbg.state import KeySummary, short_repr, to_plain
+from flowdbg._values import KeySummary, short_repr, to_plain
 
 __all__ = [
     "END_NAMES",

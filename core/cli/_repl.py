@@ -20,9 +20,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flowdbg._values import short_repr
 from flowdbg.errors import FlowdbgError, NotStoppedError
 from flowdbg.events import Position
-from flowdbg.state import short_repr
 
 from ._render import (
     Out,

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.text import Text
 
+from flowdbg._paths import get_path
+from flowdbg._values import summarize
 from flowdbg.records import RUN_STATUSES
-from flowdbg.state import get_path, summarize
 
 from ._app import CliError, _db_hint, db_label, db_option, json_option, resolve_db
 from ._envelope import emit_json, iso, jsonable

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from flowdbg._diff import diff as state_diff
 from flowdbg.records import RunRecord, StepRecord
-from flowdbg.state import diff as state_diff
 
 __all__ = [
     "DEFAULT_DB",

@@ -57,7 +57,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
-from flowdbg.state import short_repr
+from flowdbg._values import short_repr
 
 __all__ = [
     "DEFAULT_REDACT",

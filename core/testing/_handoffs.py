@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import flowdbg
+from flowdbg._values import to_plain
 from flowdbg.adapter import Capability
-from flowdbg.state import to_plain
 from flowdbg.stops import StopReason
 from flowdbg.testing._base import WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED

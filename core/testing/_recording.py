@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import flowdbg
-from flowdbg.state import to_plain
+from flowdbg._values import to_plain
 from flowdbg.testing._base import SuiteBase
 from flowdbg.testing._fixtures import EXPECTED
 

@@ -1,4 +1,5 @@
-"""Tests for flowdbg.state: paths, get/set/delete, to_plain, short_repr, summarize and diff."""
+"""Tests for the state a stop shows: paths and get/set/delete (flowdbg._paths), to_plain,
+short_repr and summarize (flowdbg._values), and diff (flowdbg._diff)."""
 
 from __future__ import annotations
 
@@ -11,21 +12,10 @@ from typing import Any
 import pydantic
 import pytest
 
+from flowdbg._diff import Change, StateDiff, diff
+from flowdbg._paths import delete_path, format_path, get_path, parse_path, set_path
+from flowdbg._values import KeySummary, short_repr, summarize, to_plain
 from flowdbg.errors import PathError
-from flowdbg.state import (
-    Change,
-    KeySummary,
-    StateDiff,
-    delete_path,
-    diff,
-    format_path,
-    get_path,
-    parse_path,
-    set_path,
-    short_repr,
-    summarize,
-    to_plain,
-)
 
 ELLIPSIS = "\u2026"
 

@@ -21,7 +21,7 @@ from langgraph.types import Command
 from lg_helpers import T, thread
 
 import flowdbg
-from flowdbg.state import to_plain
+from flowdbg._values import to_plain
 
 
 def plain(value: Any) -> Any:

@@ -21,7 +21,7 @@ import decimal
 import enum
 import pathlib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +29,9 @@ __all__ = ["KeySummary", "short_repr", "summarize", "to_plain"]
 
 _ELLIPSIS = "\u2026"
 _REPR_MAX_LEVEL = 6
+# The keys of a stored typed or opaque object (flowdbg.store._encode writes them).
+_TYPE_KEY = "__type__"
+_REPR_KEY = "__repr__"
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,7 +319,12 @@ class _BoundedRepr:
             closer = ",)" if len(value) == 1 else ")"
             self.put_items(value, len(value), ("(", closer), depth)
         elif isinstance(value, dict) and kind.__repr__ is dict.__repr__:
-            self.put_items(value.items(), len(value), ("{", "}"), depth, "pairs")
+            name = _typed_object_name(value)
+            if name is None:
+                self.put_items(value.items(), len(value), ("{", "}"), depth, "pairs")
+            else:
+                typed = _typed_object_fields(value)
+                self.put_items(typed, len(value) - 1, (f"{name}(", ")"), depth, "fields")
         elif isinstance(value, set | frozenset) and kind.__repr__ in (
             set.__repr__,
             frozenset.__repr__,
@@ -342,6 +350,28 @@ class _BoundedRepr:
             self.put_clipped(_safe_repr(value), depth)
 
 
+def _typed_object_name(value: dict[Any, Any]) -> str | None:
+    """The short class name of a stored typed object, ``None`` for any other dict.
+
+    The store keeps a framework object whose class matters (LangGraph's ``Send``) as
+    ``{"__type__": "langgraph.types.Send", "node": ..., "arg": ...}``, and an opaque one with a
+    ``"__repr__"`` key as well (see :mod:`flowdbg.store._encode`); only the former is a typed
+    object, shown as ``Send(node=..., arg=...)``.
+    """
+    qualified = value.get(_TYPE_KEY)
+    if type(qualified) is not str or _REPR_KEY in value:
+        return None
+    name = qualified.rpartition(".")[2]
+    return name if name.isidentifier() else None
+
+
+def _typed_object_fields(value: dict[Any, Any]) -> Iterator[tuple[str, Any]]:
+    # A generator, so that only the fields shown are visited.
+    for key, item in value.items():
+        if key != _TYPE_KEY:
+            yield (key if isinstance(key, str) else _safe_repr(key)), item
+
+
 def _repr_fields(value: Any) -> list[tuple[str, Any]]:
     if _is_namedtuple(value):
         return list(zip(type(value)._fields, value, strict=False))
@@ -359,6 +389,12 @@ def _size_note(value: Any) -> str | None:
         return f"({len(value):,} chars)"
     if isinstance(value, bytes | bytearray):
         return f"({len(value):,} bytes)"
+    if (
+        isinstance(value, dict)
+        and type(value).__repr__ is dict.__repr__
+        and _typed_object_name(value) is not None
+    ):
+        return None  # an object, not a container: no count, as for a dataclass
     if isinstance(value, Mapping | set | frozenset) or _is_collection_sequence(value):
         try:
             count = len(value)
@@ -375,7 +411,11 @@ def short_repr(value: Any, limit: int = 80) -> str:
     size: ``"'aaaa…' (10,000 chars)"``, ``"[1, 2, 3, …] (500 items)"``. Strings, containers,
     pydantic models and dataclasses are rendered piece by piece and only as far as shown, so a
     10 MB string or a million-element list costs no more than a small one; other objects use their
-    own ``repr``. This function never raises: a failing ``__repr__`` gives ``"<unreprable Foo>"``.
+    own ``repr``. A stored typed object, a dict with a ``"__type__"`` key (its qualified class
+    name) and no ``"__repr__"`` key, is shown as its class with its fields, like a dataclass:
+    ``{"__type__": "langgraph.types.Send", "node": "work", "arg": {}}`` gives
+    ``"Send(node='work', arg={})"``. This function never raises: a failing ``__repr__`` gives
+    ``"<unreprable Foo>"``.
 
     :param value: the value to show.
     :param limit: the wanted length (at least 10 is used).

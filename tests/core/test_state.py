@@ -575,6 +575,91 @@ def test_short_repr_cycles() -> None:
     assert short_repr(loop) == "[1, <cycle: list>]"
 
 
+# --- short_repr of stored typed objects -------------------------------------------------------
+
+SEND = "langgraph.types.Send"
+COMMAND = "langgraph.types.Command"
+
+
+@dataclass
+class Send:
+    """The live counterpart of a stored ``Send``, to compare renderings with."""
+
+    node: str
+    arg: Any
+
+
+@dataclass
+class Command:
+    graph: Any
+    update: Any
+    resume: Any
+    goto: Any
+
+
+def stored_send(node: str, arg: Any) -> dict[str, Any]:
+    return {"__type__": SEND, "node": node, "arg": arg}
+
+
+def stored_command(goto: Any) -> dict[str, Any]:
+    return {"__type__": COMMAND, "graph": None, "update": {"phase": "go"}, "resume": None,
+            "goto": goto}  # fmt: skip
+
+
+def test_short_repr_shows_a_typed_object_as_its_class_and_fields() -> None:
+    assert short_repr(stored_send("work", {"item": "a"})) == "Send(node='work', arg={'item': 'a'})"
+    assert short_repr({"__type__": "pkg.mod.Outer.Empty"}) == "Empty()"
+    assert short_repr([stored_send("a", 1), stored_send("b", [2])]) == (
+        "[Send(node='a', arg=1), Send(node='b', arg=[2])]"
+    )
+
+
+@pytest.mark.parametrize("limit", [10, 20, 30, 40, 60, 80, 120, 200])
+def test_short_repr_cuts_a_typed_object_as_it_cuts_the_live_object(limit: int) -> None:
+    stored = stored_command([stored_send("work", {"item": "a" * 50}), stored_send("check", {})])
+    live = Command(
+        None, {"phase": "go"}, None, [Send("work", {"item": "a" * 50}), Send("check", {})]
+    )
+    assert short_repr(stored, limit) == short_repr(live, limit)
+    if limit == 200:
+        assert short_repr(stored, limit) == (
+            f"Command(graph=None, update={{'phase': 'go'}}, resume=None, goto=[Send(node='work', "
+            f"arg={{'item': '{'a' * 50}'}}), Send(node='check', arg={{}})])"
+        )
+
+
+def test_short_repr_of_a_huge_typed_object_is_cheap_and_has_no_item_count() -> None:
+    text = short_repr(stored_send("work", list(range(1_000_000))), 40)
+    assert text == short_repr(Send("work", list(range(1_000_000))), 40)
+    assert text.startswith("Send(node='work', arg=[0, 1, ")
+    assert text.endswith(f"{ELLIPSIS}])")
+    assert len(text) <= 40
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"__repr__": "<Handle fd=3>", "__type__": "app.Handle"},  # an opaque value
+        {"__type__": 3, "node": "work"},
+        {"__type__": "app.not a name", "node": "work"},
+        {"type": SEND, "node": "work"},
+    ],
+    ids=["opaque", "type-not-text", "type-not-a-class-name", "no-type-key"],
+)
+def test_short_repr_shows_other_dicts_as_dicts(value: dict[str, Any]) -> None:
+    assert short_repr(value) == repr(value)
+
+
+def test_typed_objects_in_summaries_and_diffs() -> None:
+    before = {"out": stored_send("work", 1)}
+    after = {"out": stored_send("work", stored_command("end"))}
+    (row,) = summarize(before)
+    assert row.preview == "Send(node='work', arg=1)"
+    assert str(diff(before, after)) == (
+        "~ out.arg: 1 -> Command(graph=None, update={'phase': 'go'}, resume=None, goto='end')"
+    )
+
+
 # --- summarize ---------------------------------------------------------------------------------
 
 

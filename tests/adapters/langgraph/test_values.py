@@ -160,7 +160,10 @@ def test_runs_steps_shows_the_typed_objects(tmp_path: Path) -> None:
 
     text = runs_steps()
     assert "partial" not in text
-    assert f"output:   {{'__type__': '{COMMAND}'" in text
+    assert (
+        "output:   Command(graph=None, update={'phase': 'working'}, resume=None, goto=[Send("
+        in text
+    )
     (plan,) = json.loads(runs_steps("--json"))["data"]["steps"]
     assert not plan["partial"]
     (packet,) = plan["output"]["goto"]

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
+from flowdbg._json import jsonable
 from flowdbg._values import KeySummary, short_repr, to_plain
 
 __all__ = [
@@ -115,8 +116,10 @@ def pretty(value: Any, width: int = 100) -> str:
 
 
 def as_json_text(value: Any) -> str:
-    """A value as indented JSON text (``repr`` for what JSON cannot hold)."""
-    return json.dumps(to_plain(value), indent=2, ensure_ascii=False, default=repr)
+    """A value as indented strict JSON text, under the policy of :mod:`flowdbg._json` (``NaN``
+    as the string ``"NaN"``, a lone surrogate as its escape), so that any UTF-8 terminal or pipe
+    can print it."""
+    return json.dumps(jsonable(value), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def text_table(

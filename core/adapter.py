@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import abc
 import importlib.metadata
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from flowdbg.errors import AdapterError, RunOptionError
 
 if TYPE_CHECKING:
+    import click
     from packaging.requirements import Requirement
 
     from flowdbg.debugger import Debugger
 
-__all__ = ["Adapter", "AdapterInfo", "Capability"]
+__all__ = ["NOT_RESUMING", "Adapter", "AdapterInfo", "Capability", "Demo", "RunOptions"]
 
 
 class Capability(str, Enum):
@@ -102,11 +106,94 @@ def _unmet(req: Requirement) -> str | None:
     return None
 
 
+class _NotResuming:
+    """The type of :data:`NOT_RESUMING`."""
+
+    def __repr__(self) -> str:
+        return "NOT_RESUMING"
+
+    def __reduce__(self) -> str:
+        return "NOT_RESUMING"  # one object, also after a copy or a pickle
+
+
+#: :attr:`RunOptions.resume` of a run that starts afresh (``None`` may be a resume value)
+NOT_RESUMING: Final[Any] = _NotResuming()
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a target besides its input: what :meth:`Adapter.invoke` is given.
+
+    The fields are framework-neutral; each adapter maps them onto its framework, and refuses
+    what it cannot honour with :class:`flowdbg.errors.RunOptionError`. Framework-specific
+    settings (LangGraph's checkpointer thread) are the adapter's own command-line options and
+    arrive in :attr:`extra`.
+    """
+
+    #: the framework's per-run configuration (``flowdbg run --config``), a JSON object passed
+    #: along with the input (LangGraph: its ``RunnableConfig``); ``None`` when none was given.
+    #: Adapters copy it before adding to it.
+    config: Mapping[str, Any] | None = None
+    #: a value resuming a run the framework suspended waiting for one (``flowdbg run
+    #: --resume``), given instead of an input; :data:`NOT_RESUMING` to start a new run
+    resume: Any = NOT_RESUMING
+    #: the values of the adapter's own command-line options (:meth:`Adapter.cli_options`) that
+    #: were given, by parameter name (LangGraph: ``{"thread": "t1"}``)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def resuming(self) -> bool:
+        """Whether the run resumes a suspended one (:attr:`resume` is set)."""
+        return self.resume is not NOT_RESUMING
+
+
+@dataclass(frozen=True)
+class Demo:
+    """An offline example of an adapter's framework, for ``flowdbg demo --framework NAME``.
+
+    The demo prints and runs ``flowdbg run TARGET --stop-on-entry --input INPUT``, then types
+    :attr:`script` at the prompt (or lets the user type, with ``--interactive``).
+    """
+
+    #: the ``flowdbg run`` target, ``package.module:obj``: a graph, workflow or agent, or a
+    #: function taking no arguments that builds one. Its module may import the framework
+    #: (it is imported only when the demo runs); it must need no network and no API key.
+    target: str
+    #: the run's input, JSON-serializable (it is shown as ``--input`` and read back from there)
+    input: Any
+    #: the commands the tour types at the prompt, in order; lines starting with ``#`` are
+    #: narration, printed as they are
+    script: tuple[str, ...]
+    #: what to try, shown before the prompt of ``flowdbg demo --interactive``
+    hint: str
+    #: what the example shows, in one line, for ``flowdbg demo --help``
+    summary: str = ""
+
+
+def _takes_config(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` (a target's run method) takes a second positional argument, the config."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: let the call say
+        return True
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return True
+    named = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(kind in named for kind in kinds) >= 2
+
+
 class Adapter(abc.ABC):
     """Integration of one framework with the debugger.
 
     Subclasses set the class attributes and implement the methods. ``matches`` must not import
     the framework (compare module names of the target's type); ``attach`` imports it lazily.
+
+    ``flowdbg run`` runs a target through :meth:`invoke` or :meth:`ainvoke` (as
+    :meth:`is_async` says), with a :class:`RunOptions` it builds from its options and the
+    adapter's own (:meth:`cli_options`), checked first by :meth:`check_run`; a failed run's
+    message may get a remedy from :meth:`failure_hint`. ``flowdbg demo`` runs :meth:`demo`.
+    The defaults suit a target with ``invoke(input[, config])``/``ainvoke``/``run``.
     """
 
     #: adapter name: equals its entry-point name and tox factor
@@ -148,23 +235,131 @@ class Adapter(abc.ABC):
         """
         return {"name": type(target).__name__, "nodes": [], "edges": []}
 
-    def run_method(self, target: Any) -> Callable[..., Any] | None:
-        """The method ``flowdbg run`` calls with the input (and a config, if given); ``None``
-        (the default) lets it take ``invoke``, else ``ainvoke``, else ``run``. An adapter
-        returns ``ainvoke`` for a target that only runs under it (async-only nodes)."""
+    # -- running a target: what ``flowdbg run`` and ``flowdbg demo`` use --
+
+    def is_async(self, target: Any) -> bool:
+        """Whether ``target`` is run with :meth:`ainvoke` (``True``) or :meth:`invoke`.
+
+        The default: ``True`` when the target has no ``invoke()`` but an ``ainvoke()``, or when
+        its ``run()`` is a coroutine function. An adapter overrides it for targets that only run
+        under an event loop in ways this cannot see (LangGraph: a graph with an async-only node;
+        a ``run()`` that returns an awaitable handler).
+
+        :param target: an object this adapter :meth:`matches`.
+        """
+        if callable(getattr(target, "invoke", None)):
+            return False
+        if callable(getattr(target, "ainvoke", None)):
+            return True
+        return inspect.iscoroutinefunction(getattr(target, "run", None))
+
+    def check_run(self, target: Any, options: RunOptions) -> None:
+        """Refuse, before anything runs, options that :meth:`invoke` could not honour.
+
+        ``flowdbg run`` calls it before it starts the run, so that a mistake is one line of
+        error and no failed run; :meth:`invoke` and :meth:`ainvoke` call it too. The default
+        refuses a key of ``options.extra`` that is not one of :meth:`cli_options`, any
+        ``options.resume`` (it knows no resume), and a ``config`` when the method it would call
+        takes no argument after the input.
+
+        :raises flowdbg.errors.RunOptionError: naming the option and this adapter.
+        :raises flowdbg.errors.AdapterError: when the target has no method to run it with.
+        """
+        own = {param.name for param in self.cli_options()}
+        for key in options.extra:
+            if key not in own:
+                raise RunOptionError(
+                    key,
+                    f"adapter {self.name!r} takes no such option for a "
+                    f"{type(target).__name__}; run it without it",
+                )
+        if options.resuming:
+            raise RunOptionError(
+                "resume",
+                f"adapter {self.name!r} cannot resume a run of a {type(target).__name__} with "
+                "a value; start a new run with an input instead",
+            )
+        method = self._run_method(target, asynchronous=self.is_async(target))
+        if options.config is not None and not _takes_config(method):
+            raise RunOptionError(
+                "config",
+                f"{type(target).__name__}.{getattr(method, '__name__', 'invoke')}() takes no "
+                f"config after the input, so adapter {self.name!r} cannot pass one; run it "
+                "without --config",
+            )
+
+    def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        """Run ``target`` once with ``input`` in this thread, and return its result.
+
+        The default calls :meth:`check_run`, then ``target.invoke(input)`` (else
+        ``target.run(input)``), with ``options.config`` as a second argument when one is given.
+
+        :param target: an object this adapter :meth:`matches`, attached or not.
+        :param input: the run's input (``flowdbg run --input``), as the framework takes it.
+        :param options: how to run it; ``None`` for :class:`RunOptions` with nothing set.
+        :returns: what the framework's run returns.
+        :raises flowdbg.errors.RunOptionError: for options it cannot honour (nothing ran).
+        """
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        method = self._run_method(target, asynchronous=False)
+        return method(input) if options.config is None else method(input, options.config)
+
+    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        """Run ``target`` once with ``input`` in the running event loop (the async form of
+        :meth:`invoke`; the one ``flowdbg run`` uses when :meth:`is_async` says so).
+
+        The default calls :meth:`check_run`, then awaits ``target.ainvoke(input)`` (else
+        ``target.run(input)``, awaiting what it returns if that is awaitable).
+
+        :raises flowdbg.errors.RunOptionError: for options it cannot honour (nothing ran).
+        """
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        method = self._run_method(target, asynchronous=True)
+        result = method(input) if options.config is None else method(input, options.config)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _run_method(self, target: Any, *, asynchronous: bool) -> Callable[..., Any]:
+        names = ("ainvoke", "run") if asynchronous else ("invoke", "run")
+        for name in names:
+            method = getattr(target, name, None)
+            if callable(method):
+                return method
+        raise AdapterError(
+            f"adapter {self.name!r} does not know how to run a {type(target).__name__} "
+            f"{'under an event loop' if asynchronous else 'synchronously'}: it has no "
+            f"{names[0]}() or run() method; pass a compiled graph, workflow or agent"
+        )
+
+    def cli_options(self) -> Sequence[click.Parameter]:
+        """Options this adapter adds to ``flowdbg run`` (``click.Option`` objects).
+
+        Their values reach :meth:`invoke` in ``options.extra`` under the parameter's name, and
+        only when the user gave them; a target of another adapter refuses them. An option whose
+        name a core option (or an earlier adapter's differently spelled option) already has is
+        left out with a warning; adapters may offer the same option. Create the objects once:
+        the command line asks more than once. The default adds none.
+        """
+        return ()
+
+    def failure_hint(self, target: Any, error: BaseException, options: RunOptions) -> str | None:
+        """What to do about a failed run, when the failure comes from how it was run (an option
+        the framework needed); ``flowdbg run`` adds it in parentheses to its error line.
+
+        :param error: the exception the run raised.
+        :returns: a short remedy (``"give the run a checkpointer thread with --thread ID"``),
+            or ``None`` (the default).
+        """
         return None
 
-    def resume_input(self, target: Any, value: Any, config: Any = None) -> Any:
-        """The input that resumes a run of ``target`` suspended by the framework's own pause
-        (LangGraph: ``Command(resume=value)`` after an ``interrupt()``), for ``flowdbg run
-        --resume``.
-
-        :param config: the config the run gets (``--config``/``--thread``), to check that
-            there is a paused run to resume.
-        :raises NotImplementedError: when the framework has no such resume (the default).
-        :raises ValueError: when there is nothing to resume (said in the message).
-        """
-        raise NotImplementedError(f"{self.name} runs cannot be resumed with a value")
+    def demo(self) -> Demo | None:
+        """The offline example ``flowdbg demo --framework NAME`` debugs, or ``None`` (the
+        default: the adapter offers none). It must not import the framework: the demo command
+        lists the demos of unavailable adapters too, and says what to install."""
+        return None
 
     def unavailable_reason(self) -> str | None:
         """Why the adapter cannot be used here, or ``None`` when it can.

@@ -17,6 +17,7 @@ __all__ = [
     "FlowdbgError",
     "NotStoppedError",
     "PathError",
+    "RunOptionError",
     "StopNotFound",
     "Terminated",
 ]
@@ -36,6 +37,27 @@ class AdapterNotFound(AdapterError, LookupError):
 
 class AdapterUnavailable(AdapterError):
     """The adapter for a target exists, but its framework is not installed."""
+
+
+class RunOptionError(AdapterError, ValueError):
+    """An adapter cannot run its target with an option it was given (a config the target's run
+    method takes no config for, a resume value where nothing can be resumed, another adapter's
+    command-line option).
+
+    Its message starts with the option as ``flowdbg run`` spells it (``--resume: ...``).
+
+    :param option: the option's name: a :class:`flowdbg.adapter.RunOptions` field (``config``,
+        ``resume``) or a key of ``RunOptions.extra`` (``thread``).
+    :param message: what is wrong and what to do instead, in one sentence.
+    """
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(option, message)  # both, so that a pickled copy can be rebuilt
+        self.option = option
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"--{self.option.replace('_', '-')}: {self.message}"
 
 
 class BreakpointError(FlowdbgError, ValueError):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.adapter import Adapter, Capability
-from flowdbg.errors import AdapterError
+from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
+from flowdbg.errors import AdapterError, RunOptionError
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -156,34 +158,78 @@ class LangGraphAdapter(Adapter):
     def matches(self, target: Any) -> bool:
         return _is_pregel(target)
 
-    def run_method(self, target: Any) -> Any:
+    # -- running a graph (flowdbg run, flowdbg demo) --
+
+    def cli_options(self) -> Sequence[Any]:
+        return _cli_options()
+
+    def is_async(self, target: Any) -> bool:
         # invoke() refuses a graph with an async-only node ("No synchronous function
         # provided"): such a graph runs under ainvoke
-        return target.ainvoke if _async_only(target, set()) else target.invoke
+        return _async_only(target, set())
 
-    def resume_input(self, target: Any, value: Any, config: Any = None) -> Any:
-        from langgraph.types import Command
+    def check_run(self, target: Any, options: RunOptions) -> None:
+        own = {param.name for param in self.cli_options()}
+        for key in options.extra:
+            if key not in own:
+                raise RunOptionError(
+                    key, f"adapter {self.name!r} takes no such option; run it without it"
+                )
+        config = _config(options)
+        if options.resuming:
+            self._check_resume(target, config)
 
+    def _check_resume(self, target: Any, config: dict[str, Any] | None) -> None:
+        """Refuse a resume LangGraph would not do: no thread, no checkpointer, nothing
+        suspended on the thread (LangGraph would start the graph afresh or fail obscurely)."""
         configurable = (config or {}).get("configurable") or {}
         if not configurable.get("thread_id"):
-            raise ValueError(
-                "it needs the checkpointer thread of the suspended run: give it with --thread ID"
+            raise RunOptionError(
+                "resume",
+                "it needs the checkpointer thread of the suspended run: give it with --thread ID",
             )
         if getattr(target, "checkpointer", None) is None:
-            raise ValueError(
+            raise RunOptionError(
+                "resume",
                 f"graph {_name(target)!r} has no checkpointer, so it keeps no suspended run to "
-                "resume"
+                "resume",
             )
         try:
             snapshot = target.get_state(config)
         except Exception as exc:  # e.g. an async-only checkpointer under the sync get_state
-            log.debug("could not read the thread's state before --resume: %s", exc)
-            return Command(resume=value)
+            log.debug("could not read the thread's state before resuming: %s", exc)
+            return
         if not snapshot.next and not getattr(snapshot, "interrupts", ()):
             thread = configurable["thread_id"]
             why = "its last run completed" if snapshot.values else "it has no checkpoint yet"
-            raise ValueError(f"thread {thread!r} has no suspended run to resume ({why})")
-        return Command(resume=value)
+            raise RunOptionError(
+                "resume", f"thread {thread!r} has no suspended run to resume ({why})"
+            )
+
+    def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        config = _config(options)
+        return target.invoke(_input(input, options), config)
+
+    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        config = _config(options)
+        return await target.ainvoke(_input(input, options), config)
+
+    def failure_hint(self, target: Any, error: BaseException, options: RunOptions) -> str | None:
+        # A graph compiled with a checkpointer refuses a run without a thread ("Checkpointer
+        # requires one or more of the following 'configurable' keys: thread_id, ...").
+        configurable = (_config(options) or {}).get("configurable") or {}
+        if "thread_id" in str(error) and not configurable.get("thread_id"):
+            return "give the run a checkpointer thread with --thread ID"
+        return None
+
+    def demo(self) -> Demo:
+        from flowdbg.adapters.langgraph._demo import DEMO
+
+        return DEMO
 
     def attach(self, target: Any, debugger: Debugger) -> None:
         with _LOCK:
@@ -305,3 +351,46 @@ def _state_keys(graph: Any) -> list[str]:
         for key in getattr(graph, "channels", {})
         if not str(key).startswith(("__", "branch:", "join:"))
     ]
+
+
+# -------------------------------------------------------------- running a graph from the CLI
+
+
+@functools.cache
+def _cli_options() -> tuple[Any, ...]:
+    """``--thread``, made once (click is imported only when the command line asks)."""
+    import click
+
+    thread = click.Option(
+        ["--thread"],
+        metavar="ID",
+        help="LangGraph checkpointer thread: sets configurable.thread_id in the config",
+    )
+    return (thread,)
+
+
+def _config(options: RunOptions) -> dict[str, Any] | None:
+    """The graph's config: ``options.config`` with ``--thread`` as ``configurable.thread_id``
+    (``None`` when neither is given, as a call without a config)."""
+    thread = options.extra.get("thread")
+    if options.config is None and thread is None:
+        return None
+    config = dict(options.config or {})
+    if thread is not None:
+        configurable = config.get("configurable", {})
+        if not isinstance(configurable, dict):
+            raise RunOptionError(
+                "config",
+                "its 'configurable' must be a JSON object for --thread to set thread_id in it",
+            )
+        config["configurable"] = {**configurable, "thread_id": thread}
+    return config
+
+
+def _input(value: Any, options: RunOptions) -> Any:
+    """What the graph is invoked with: the input, or ``Command(resume=...)`` when resuming."""
+    if not options.resuming:
+        return value
+    from langgraph.types import Command
+
+    return Command(resume=options.resume)

@@ -23,7 +23,7 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.adapter import Adapter, Capability
+from flowdbg.adapter import Adapter, Capability, Demo
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
 
@@ -199,6 +199,33 @@ class StateGraphAdapter(Adapter):
     def describe(self, target: Any) -> dict[str, Any]:
         description: dict[str, Any] = target.describe()
         return description
+
+    def demo(self) -> Demo:
+        # The support-ticket graph lives beside the command line (flowdbg.cli._demo), which
+        # also names it in its documentation; the tour is the adapter's, like any adapter's.
+        return Demo(
+            target="flowdbg.cli._demo:build_graph",
+            input={"ticket": "My app crashes on start, I want my money back or a fix"},
+            script=(
+                "# stopped on entry, before the first node; where are we in the graph?",
+                "l",
+                "# break after the classifier, then continue to it",
+                "b classify:after",
+                "c",
+                "p intent",
+                "diff",
+                "# the 'model' is only 62% sure, and the customer asks for a fix: answer, "
+                "don't refund",
+                'set intent = "question"',
+                "n",
+                "l",
+                "log",
+                "c",
+            ),
+            hint='try l, b classify:after, c, p intent, diff, set intent = "question", n, log, '
+            "c (h for help)",
+            summary="a support-ticket graph whose route changes when the state is edited",
+        )
 
 
 class _Reporter:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import inspect
 import json
 import os
 import shlex
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
+from flowdbg.adapter import NOT_RESUMING, RunOptions
 from flowdbg.errors import FlowdbgError, Terminated
 
 from ._envelope import emit_json, jsonable
@@ -21,6 +23,7 @@ from ._render import Out, graph_tree, is_open, node_names, short_id, text_table
 from ._repl import EchoSource, LineSource, Outcome, Session, position_hint, split_node
 
 if TYPE_CHECKING:
+    from flowdbg.adapter import Adapter, AdapterInfo, Demo
     from flowdbg.debugger import Debugger, RunHandle
 
 __all__ = ["CliError", "FlowdbgGroup", "db_label", "db_option", "make_cli", "resolve_db"]
@@ -49,6 +52,11 @@ class FlowdbgGroup(click.Group):
         super().__init__(*args, **kwargs)
         self._plugins = tuple(plugins)
         self._plugins_loaded = False
+
+    @property
+    def plugins(self) -> tuple[Any, ...]:
+        """The plugin objects given to :func:`make_cli`, besides the entry points."""
+        return self._plugins
 
     def load_plugins(self) -> None:
         """Let plugins add their commands (``flowdbg_register_commands``), once."""
@@ -103,6 +111,127 @@ class FlowdbgGroup(click.Group):
                 f"internal error: {type(exc).__name__}: {exc} "
                 "(set FLOWDBG_DEBUG=1 to see the traceback)"
             ) from exc
+
+
+# -------------------------------------------------------------------------- adapters
+
+
+@dataclass(frozen=True)
+class AdapterOption:
+    """A ``flowdbg run`` option an adapter adds, and the adapters that offer it."""
+
+    param: click.Parameter
+    owners: tuple[str, ...]
+
+    @property
+    def flag(self) -> str:
+        """The option as typed: ``--thread``."""
+        return max(self.param.opts, key=len)
+
+
+class Adapters:
+    """The adapters the command line knows (entry points and the plugins given to
+    :func:`make_cli`), their ``flowdbg run`` options and their demos; read once per command
+    line, when a command first needs them.
+
+    :param plugins: plugin objects besides the entry points.
+    """
+
+    def __init__(self, plugins: Iterable[Any] = ()) -> None:
+        self.plugins = tuple(plugins)
+        self._infos: dict[str, AdapterInfo] | None = None
+        self._options: list[AdapterOption] | None = None
+        self._demos: dict[str, tuple[AdapterInfo, Demo]] | None = None
+
+    def infos(self) -> dict[str, AdapterInfo]:
+        """Every known adapter by name, usable or not."""
+        if self._infos is None:
+            from flowdbg.debugger import Debugger
+
+            self._infos = Debugger(record=False, plugins=self.plugins).adapters
+        return self._infos
+
+    def options(self, command: click.Command) -> list[AdapterOption]:
+        """The options the adapters add to ``command`` (:meth:`flowdbg.Adapter.cli_options`).
+
+        An option spelled like one of the command's own, or like another adapter's option of
+        another name, is left out with a warning: it could not be told apart. Several adapters
+        may offer the same option (same name, same flags).
+        """
+        if self._options is not None:
+            return self._options
+        taken = {p.name for p in command.params}
+        flags = {flag for p in command.params for flag in (*p.opts, *p.secondary_opts)}
+        flags.update(("-h", "--help"))
+        found: dict[str, AdapterOption] = {}
+        for info in self.infos().values():
+            if info.adapter is None:
+                continue
+            try:
+                params = list(info.adapter.cli_options())
+            except Exception as exc:  # one broken adapter must not break flowdbg run
+                _warn(f"adapter {info.name!r} failed to give its options: {exc!r}")
+                continue
+            for param in params:
+                name = param.name or ""
+                shared = found.get(name)
+                if shared is not None and shared.param.opts == param.opts:
+                    found[name] = AdapterOption(shared.param, (*shared.owners, info.name))
+                    continue
+                spelled = [*param.opts, *param.secondary_opts]
+                if not name or name in taken or shared is not None or flags & set(spelled):
+                    _warn(
+                        f"adapter {info.name!r} adds {'/'.join(spelled)!s} to flowdbg run, "
+                        "which another option already is; it is left out"
+                    )
+                    continue
+                found[name] = AdapterOption(param, (info.name,))
+                flags.update(spelled)
+        self._options = list(found.values())
+        return self._options
+
+    def demos(self) -> dict[str, tuple[AdapterInfo, Demo]]:
+        """The demos the adapters offer (:meth:`flowdbg.Adapter.demo`), by adapter name,
+        available or not."""
+        if self._demos is None:
+            demos: dict[str, tuple[AdapterInfo, Demo]] = {}
+            for name, info in self.infos().items():
+                if info.adapter is None:
+                    continue
+                try:
+                    demo = info.adapter.demo()
+                except Exception as exc:
+                    _warn(f"adapter {name!r} failed to give its demo: {exc!r}")
+                    continue
+                if demo is not None:
+                    demos[name] = (info, demo)
+            # the default first, then by name
+            self._demos = dict(sorted(demos.items(), key=lambda kv: (kv[0] != "stategraph", kv[0])))
+        return self._demos
+
+
+def adapters_of(ctx: click.Context | None) -> Adapters:
+    """The adapters of the command line running ``ctx``: those of the entry points, and of
+    the plugins of its ``flowdbg`` group. Kept for that command line only, so that each one
+    sees the adapters as they are when it starts."""
+    if ctx is None:
+        return Adapters()
+    root = ctx.find_root()
+    found = root.meta.get(_ADAPTERS)
+    if not isinstance(found, Adapters):
+        group = root.command
+        found = Adapters(group.plugins if isinstance(group, FlowdbgGroup) else ())
+        root.meta[_ADAPTERS] = found
+    return found
+
+
+_ADAPTERS = "flowdbg.adapters"
+
+
+def _warn(message: str) -> None:
+    if _debugging():
+        raise RuntimeError(message)
+    click.echo(f"warning: {message}", err=True)
 
 
 # -------------------------------------------------------------------------- shared options
@@ -176,48 +305,35 @@ def _parse_input(input_json: str | None, input_file: Any) -> Any:
     return _loads(text, where, """e.g. --input '{"x": 1}'""")
 
 
-def _parse_config(config_json: str | None, thread: str | None) -> dict[str, Any] | None:
-    """The run's config from ``--config`` and ``--thread`` (``None`` when neither is given)."""
-    if config_json is None and thread is None:
+def _parse_config(config_json: str | None) -> dict[str, Any] | None:
+    """The run's config from ``--config`` (``None`` when it is not given)."""
+    if config_json is None:
         return None
-    config: Any = {}
-    if config_json is not None:
-        config = _loads(
-            config_json, "--config", """e.g. --config '{"configurable": {"thread_id": "1"}}'"""
-        )
-        if not isinstance(config, dict):
-            raise CliError(f"--config must be a JSON object, not {type(config).__name__}")
-    if thread is not None:
-        configurable = config.setdefault("configurable", {})
-        if not isinstance(configurable, dict):
-            raise CliError("--config's 'configurable' must be a JSON object to add --thread to")
-        configurable["thread_id"] = thread
-    return dict(config)
+    config = _loads(config_json, "--config", """e.g. --config '{"configurable": {"user": "1"}}'""")
+    if not isinstance(config, dict):
+        raise CliError(f"--config must be a JSON object, not {type(config).__name__}")
+    return config
 
 
-def _resume_input(
-    dbg: Debugger, target: Any, resume_json: str, config: dict[str, Any] | None
-) -> Any:
-    """The input resuming a suspended run of ``target`` with the ``--resume`` value."""
-    value = _loads(resume_json, "--resume", """a string needs quotes: --resume '"yes"'""")
-    adapter = dbg.adapter_for(target)
-    try:
-        return adapter.resume_input(target, value, config)
-    except (NotImplementedError, ValueError) as exc:
-        raise CliError(f"--resume: {exc}") from None
+def _given_options(ctx: click.Context, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The adapter options (from ``values``, by name) the user gave, not left at a default."""
+    defaults = (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    return {n: v for n, v in values.items() if ctx.get_parameter_source(n) not in defaults}
 
 
-def _accepts_config(fn: Any) -> bool:
-    """Whether ``fn`` (a target's invoke) takes a second positional argument, the config."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # no signature to read: let the call say
-        return True
-    kinds = [p.kind for p in params]
-    if inspect.Parameter.VAR_POSITIONAL in kinds:
-        return True
-    named = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(kind in named for kind in kinds) >= 2
+def _check_owners(
+    given: Mapping[str, Any], adapter: Adapter, target: str, offered: Sequence[AdapterOption]
+) -> None:
+    """Refuse an option of another adapter than the one running the target."""
+    by_name = {option.param.name: option for option in offered}
+    for name in given:
+        option = by_name[name]
+        if adapter.name not in option.owners:
+            owners = " or ".join(repr(owner) for owner in option.owners)
+            raise CliError(
+                f"{option.flag} is an option of adapter {owners}, and {target} is run by "
+                f"adapter {adapter.name!r}; run it without {option.flag}"
+            )
 
 
 def _describe(dbg: Debugger, target: Any) -> dict[str, Any]:
@@ -266,31 +382,30 @@ def debug_session(
     stop_on_entry: bool = False,
     source: LineSource | None = None,
     db: str | None = None,
-    config: dict[str, Any] | None = None,
+    options: RunOptions | None = None,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
 
-    :param config: passed to the target's ``invoke`` after the input (a LangGraph config:
-        ``{"configurable": {"thread_id": ...}}``).
+    The target's adapter runs it (:meth:`flowdbg.Adapter.invoke`, or ``ainvoke`` when
+    :meth:`flowdbg.Adapter.is_async` says so) after checking ``options``.
 
+    :param options: how to run it (config, resume value, the adapter's own options).
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
     :returns: the exit code: 0 when the run completed, 1 when it failed or was terminated.
+    :raises flowdbg.errors.RunOptionError: when the adapter cannot honour ``options`` (before
+        anything runs).
     """
-    from ._target import run_callable
-
+    options = RunOptions() if options is None else options
+    adapter = dbg.adapter_for(target)
+    adapter.check_run(target, options)
     description = _describe(dbg, target)
     dbg.attach(target)
     _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
-    fn = dbg.adapter_for(target).run_method(target) or run_callable(target)
-    if config is not None and not _accepts_config(fn):
-        raise CliError(
-            f"{type(target).__name__}.{getattr(fn, '__name__', 'invoke')}() takes no config "
-            "after the input; run it without --config/--thread"
-        )
+    run = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
     name = description.get("name") or type(target).__name__
     session = Session(dbg, out, description=description, source=source)
     stopping = bool(dbg.breakpoints) or stop_on_entry
@@ -299,14 +414,27 @@ def debug_session(
         f"running {name!r} ({count} node{'s' if count != 1 else ''})"
         + ("" if stopping else "; no breakpoints, so it runs to the end (see -b, --stop-on-entry)")
     )
-    handle = dbg.start(fn, value) if config is None else dbg.start(fn, value, config)
+    handle = dbg.start(run, target, value, options)
     try:
         outcome = session.run()
     except KeyboardInterrupt:  # outside the prompt and the waits, which handle it themselves
         out.line("interrupted: terminating the run")
         dbg.terminate()
         outcome = Outcome.QUIT
-    return _report(dbg, handle, outcome, out, db, config=config)
+    hint = _failure_hint(adapter, target, options)
+    return _report(dbg, handle, outcome, out, db, hint=hint)
+
+
+def _failure_hint(adapter: Adapter, target: Any, options: RunOptions) -> Any:
+    """What the adapter suggests for a failed run (see :meth:`flowdbg.Adapter.failure_hint`)."""
+
+    def hint(exc: BaseException) -> str | None:
+        try:
+            return adapter.failure_hint(target, exc, options)
+        except Exception:  # a hint must not hide the failure it is about
+            return None
+
+    return hint
 
 
 def _report(
@@ -316,7 +444,7 @@ def _report(
     out: Out,
     db: str | None,
     *,
-    config: dict[str, Any] | None = None,
+    hint: Any = None,
 ) -> int:
     try:
         exc = handle.exception(timeout=30)
@@ -333,8 +461,8 @@ def _report(
     if exc is None:
         if log is not None and log.run.status == "suspended":
             out.line(
-                "run suspended: it waits for the framework's resume (e.g. LangGraph's "
-                "Command(resume=...)); result so far:",
+                "run suspended: it waits for the framework's resume (flowdbg run --resume "
+                "VALUE); result so far:",
                 style="bold",
             )
         else:
@@ -345,8 +473,9 @@ def _report(
     else:
         out.line(f"run failed: {type(exc).__name__}: {exc}", style="bold red")
         failure = f"the run failed: {type(exc).__name__}: {exc}"
-        if config is None and "thread_id" in str(exc):  # a LangGraph graph with a checkpointer
-            failure += " (give the run a checkpointer thread with --thread ID)"
+        remedy = None if hint is None else hint(exc)
+        if remedy:
+            failure += f" ({remedy})"
     if run_id is not None:
         if log is not None:
             out.line("")
@@ -369,13 +498,34 @@ def _report(
     return 0 if exc is None else 1
 
 
-def _make_debugger(*, stop_on_entry: bool, no_record: bool, db: str | None) -> Debugger:
+def _make_debugger(
+    ctx: click.Context, *, stop_on_entry: bool, no_record: bool, db: str | None
+) -> Debugger:
     from flowdbg.debugger import Debugger
 
-    return Debugger(stop_on_entry=stop_on_entry, record=False if no_record else None, db=db)
+    return Debugger(
+        stop_on_entry=stop_on_entry,
+        record=False if no_record else None,
+        db=db,
+        plugins=adapters_of(ctx).plugins,
+    )
 
 
-@click.command("run", context_settings=_CONTEXT)
+class RunCommand(click.Command):
+    """``flowdbg run``: its own options, then those the adapters add (after ``--resume``)."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        """The command's parameters with the adapters' options."""
+        params = super().get_params(ctx)
+        extra = [option.param for option in adapters_of(ctx).options(self)]
+        if not extra:
+            return params
+        names = [param.name for param in params]
+        at = names.index("resume_json") + 1 if "resume_json" in names else len(params)
+        return [*params[:at], *extra, *params[at:]]
+
+
+@click.command("run", cls=RunCommand, context_settings=_CONTEXT)
 @click.argument("target")
 @click.option("--input", "input_json", metavar="JSON", help="the run's input as JSON (default {})")
 @click.option(
@@ -396,19 +546,13 @@ def _make_debugger(*, stop_on_entry: bool, no_record: bool, db: str | None) -> D
     "--config",
     "config_json",
     metavar="JSON",
-    help="a config passed after the input (LangGraph: e.g. its configurable keys)",
-)
-@click.option(
-    "--thread",
-    metavar="ID",
-    help="LangGraph checkpointer thread: sets configurable.thread_id in the config",
+    help="the run's config, a JSON object the target's adapter passes with the input",
 )
 @click.option(
     "--resume",
     "resume_json",
     metavar="JSON",
-    help="resume a suspended run with this value (LangGraph: Command(resume=VALUE)); "
-    "with --thread, instead of --input",
+    help="instead of --input: resume a run the framework suspended with this value",
 )
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
@@ -421,32 +565,40 @@ def run_command(
     input_json: str | None,
     input_file: Any,
     config_json: str | None,
-    thread: str | None,
     resume_json: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
     stop_on_entry: bool,
     db: str | None,
     no_record: bool,
+    **adapter_values: Any,
 ) -> None:
     """Run TARGET under the terminal debugger.
 
     TARGET is path/to/file.py:obj or package.module:obj: a compiled graph (or workflow,
     agent), or a function taking no arguments that returns one. At each stop, type h for the
     commands. Commands can also be piped in: printf 'c\\nc\\n' | flowdbg run app.py:graph -b b
+
+    The options after --resume are those of the adapters (each names its framework); a
+    target of another adapter refuses them.
     """
     from ._target import load_target
 
     if resume_json is not None and (input_json is not None or input_file is not None):
         raise click.UsageError("give --resume or --input/--input-file, not both")
     value = _parse_input(input_json, input_file)
-    config = _parse_config(config_json, thread)
+    config = _parse_config(config_json)
+    resume = NOT_RESUMING
+    if resume_json is not None:
+        resume = _loads(resume_json, "--resume", """a string needs quotes: --resume '"yes"'""")
+    given = _given_options(ctx, adapter_values)
     out = Out()
-    dbg = _make_debugger(stop_on_entry=stop_on_entry, no_record=no_record, db=db)
+    dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
         obj = load_target(target, dbg)
-        if resume_json is not None:
-            value = _resume_input(dbg, obj, resume_json, config)
+        assert isinstance(ctx.command, click.Command)
+        _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
+        options = RunOptions(config=config, resume=resume, extra=given)
         code = debug_session(
             dbg,
             obj,
@@ -456,7 +608,7 @@ def run_command(
             break_on_exception=break_on_exception,
             stop_on_entry=stop_on_entry,
             db=db,
-            config=config,
+            options=options,
         )
     finally:
         dbg.close()
@@ -466,16 +618,60 @@ def run_command(
 # -------------------------------------------------------------------------- demo
 
 
-@click.command("demo", context_settings=_CONTEXT)
+class DemoName(click.ParamType):
+    """The ``--framework`` of ``flowdbg demo``: an adapter that offers a demo."""
+
+    name = "framework"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        """``[stategraph|langgraph|...]``."""
+        ctx = ctx or click.get_current_context(silent=True)
+        return "[" + "|".join(adapters_of(ctx).demos()) + "]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` when an adapter offers a demo of that name; else a usage error."""
+        names = list(adapters_of(ctx).demos())
+        if value in names:
+            return value
+        self.fail(f"{value!r} is not one of {', '.join(map(repr, names))}", param, ctx)
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[Any]:
+        """The demo names starting with ``incomplete``."""
+        from click.shell_completion import CompletionItem
+
+        names = adapters_of(ctx).demos()
+        return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
+class DemoCommand(click.Command):
+    """``flowdbg demo``, whose help lists the demos the adapters offer."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The demos, each with what it shows (and why it cannot run here, if it cannot)."""
+        rows = []
+        for name, (info, demo) in adapters_of(ctx).demos().items():
+            text = demo.summary or demo.target
+            if not info.available:
+                text += f" (not available: {info.reason})"
+            rows.append((name, text))
+        if rows:
+            with formatter.section("Demos (--framework)"):
+                formatter.write_dl(rows)
+        super().format_epilog(ctx, formatter)
+
+
+@click.command("demo", cls=DemoCommand, context_settings=_CONTEXT)
 @click.option(
     "--interactive", is_flag=True, help="type the commands yourself instead of the scripted tour"
 )
 @click.option(
     "--framework",
-    type=click.Choice(["stategraph", "langgraph"]),
+    type=DemoName(),
     default="stategraph",
     show_default=True,
-    help="the offline example to debug: flowdbg's StateGraph, or a LangGraph agent",
+    help="whose offline example to debug: the demo of that adapter (listed below)",
 )
 @db_option
 @click.pass_context
@@ -485,50 +681,32 @@ def demo_command(ctx: click.Context, interactive: bool, framework: str, db: str 
     The default example is a support-ticket graph: the tour runs it stopped on entry, sets a
     breakpoint, prints a value and a diff, edits the state so that the graph takes another
     route, steps, continues, and shows the run log and where the run was recorded. With
-    --framework langgraph it debugs a LangGraph agent instead: it holds the agent before a
-    dangerous tool call, reads what the model asked for and rewrites the call. Everything runs
-    offline.
+    --framework NAME it debugs the example that adapter offers instead (they are listed below).
+    Everything runs offline.
     """
-    if framework == "langgraph":
-        try:
-            from . import _demo_langgraph as demo
-        except ImportError as exc:
-            raise CliError(
-                f"the LangGraph demo needs LangGraph ({exc}); install it with: "
-                "pip install 'flowdbg[langgraph]'"
-            ) from None
-    else:
-        from . import _demo as demo  # type: ignore[no-redef]
-    DEMO_INPUT, SCRIPT, TARGET, build_graph = (
-        demo.DEMO_INPUT,
-        demo.SCRIPT,
-        demo.TARGET,
-        demo.build_graph,
-    )
-    hint = {
-        "stategraph": "try l, b classify:after, c, p intent, diff, set intent = "
-        '"question", n, log, c (h for help)',
-        "langgraph": "try l, tool shell, c, p input:cmd, p messages[-1].tool_calls, "
-        "set cmd = 'ls', c, log (h for help)",
-    }[framework]
+    from ._target import load_target
 
+    info, demo = adapters_of(ctx).demos()[framework]
+    if not info.available:
+        raise CliError(f"the {framework} demo cannot run here: {info.reason}")
+    # the input goes through its JSON text, as the command shown would pass it
+    text = json.dumps(demo.input)
     out = Out()
-    command = (
-        f"flowdbg run {TARGET} --stop-on-entry --input {shlex.quote(json.dumps(DEMO_INPUT))}"
-        + _db_hint(db)
+    command = f"flowdbg run {demo.target} --stop-on-entry --input {shlex.quote(text)}" + _db_hint(
+        db
     )
     out.line(f"$ {command}", style="bold")
     source: LineSource | None = None
     if interactive:
-        out.line(f"# your turn: {hint}", style="dim")
+        out.line(f"# your turn: {demo.hint}", style="dim")
     else:
-        source = EchoSource(SCRIPT, out, style="bold")
-    dbg = _make_debugger(stop_on_entry=True, no_record=False, db=db)
+        source = EchoSource(demo.script, out, style="bold")
+    dbg = _make_debugger(ctx, stop_on_entry=True, no_record=False, db=db)
     try:
         code = debug_session(
             dbg,
-            build_graph(),
-            dict(DEMO_INPUT),
+            load_target(demo.target, dbg),
+            json.loads(text),
             out=out,
             stop_on_entry=True,
             source=source,
@@ -550,13 +728,14 @@ def graph_group() -> None:
 @graph_group.command("inspect", context_settings=_CONTEXT)
 @click.argument("target")
 @json_option
-def graph_inspect(target: str, as_json: bool) -> None:
+@click.pass_context
+def graph_inspect(ctx: click.Context, target: str, as_json: bool) -> None:
     """Nodes, edges, conditional edges and subgraphs of TARGET (file.py:obj or module:obj)."""
     from flowdbg.debugger import Debugger
 
     from ._target import load_target
 
-    dbg = Debugger(record=False)
+    dbg = Debugger(record=False, plugins=adapters_of(ctx).plugins)
     obj = load_target(target, dbg)
     adapter = dbg.adapter_for(obj)
     description = _describe(dbg, obj)
@@ -576,11 +755,10 @@ def graph_inspect(target: str, as_json: bool) -> None:
 
 @click.command("adapters", context_settings=_CONTEXT)
 @json_option
-def adapters_command(as_json: bool) -> None:
+@click.pass_context
+def adapters_command(ctx: click.Context, as_json: bool) -> None:
     """The framework adapters flowdbg knows, usable or not (and why)."""
-    from flowdbg.debugger import Debugger
-
-    infos = Debugger(record=False).adapters
+    infos = adapters_of(ctx).infos()
     if as_json:
         emit_json("adapters", {"adapters": [info.to_dict() for info in infos.values()]})
         return

@@ -1,8 +1,9 @@
-"""``flowdbg demo``: the offline support-ticket graph and the scripted terminal session.
+"""``flowdbg demo``: the offline support-ticket graph, the StateGraph adapter's demo.
 
 The graph classifies a ticket with a scripted stand-in for a model (no network, no API key),
-routes it to a refund or an answer node, and signs the reply. The script stops after the
-classifier, reads and edits the state (which changes the route), steps, and lets the run finish.
+routes it to a refund or an answer node, and signs the reply. The tour
+(:meth:`flowdbg.adapters.stategraph.StateGraphAdapter.demo`) stops after the classifier, reads
+and edits the state (which changes the route), steps, and lets the run finish.
 """
 
 from __future__ import annotations
@@ -11,29 +12,7 @@ from typing import Any
 
 from flowdbg.adapters.stategraph import END, CompiledGraph, StateGraph
 
-__all__ = ["DEMO_INPUT", "SCRIPT", "TARGET", "build_graph"]
-
-#: the demo as a ``flowdbg run`` target
-TARGET = "flowdbg.cli._demo:build_graph"
-
-DEMO_INPUT: dict[str, Any] = {"ticket": "My app crashes on start, I want my money back or a fix"}
-
-#: what the tour types at the terminal debugger (``#`` lines are narration)
-SCRIPT = [
-    "# stopped on entry, before the first node; where are we in the graph?",
-    "l",
-    "# break after the classifier, then continue to it",
-    "b classify:after",
-    "c",
-    "p intent",
-    "diff",
-    "# the 'model' is only 62% sure, and the customer asks for a fix: answer, don't refund",
-    'set intent = "question"',
-    "n",
-    "l",
-    "log",
-    "c",
-]
+__all__ = ["build_graph"]
 
 
 def classify(state: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from flowdbg.errors import AdapterError, FlowdbgError
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
 
-__all__ = ["TargetError", "load_target", "run_callable"]
+__all__ = ["TargetError", "load_target"]
 
 
 class TargetError(FlowdbgError):
@@ -165,18 +165,3 @@ def load_target(spec: str, dbg: Debugger) -> Any:
         except AdapterError as exc:
             raise TargetError(f"{label}:{attr} is not supported: {exc}") from exc
     return obj
-
-
-def run_callable(target: Any) -> Any:
-    """The method that runs ``target`` with one input (``invoke``, ``ainvoke`` or ``run``).
-
-    :raises TargetError: when it has none of them.
-    """
-    for name in ("invoke", "ainvoke", "run"):
-        method = getattr(target, name, None)
-        if callable(method):
-            return method
-    raise TargetError(
-        f"do not know how to run a {type(target).__name__}: it has no invoke(), ainvoke() or "
-        "run() method"
-    )

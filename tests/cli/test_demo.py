@@ -66,5 +66,5 @@ def test_demo_interactive_reads_the_commands(run_cli: Cli, db: Path, tmp_path: P
 )
 def test_langgraph_demo_without_langgraph_says_what_to_install(run_cli: Cli, db: Path) -> None:
     message = run_cli.error("demo", "--framework", "langgraph")
-    assert "the LangGraph demo needs LangGraph" in message
+    assert "the langgraph demo cannot run here: adapter 'langgraph' needs langgraph" in message
     assert "pip install 'flowdbg[langgraph]'" in message

@@ -340,10 +340,20 @@ BAD_RUNS = [
     (["graphs.py:app", "--input", "{x: 1}"], "--input is not valid JSON: Expecting property name"),
     (["graphs.py:app", "--config", "{x"], "--config is not valid JSON: Expecting property name"),
     (["graphs.py:app", "--config", '"a"'], "--config must be a JSON object, not str"),
-    (["graphs.py:app", "--resume", "1"], "--resume: stategraph runs cannot be resumed with a val"),
+    (
+        ["graphs.py:app", "--resume", "1"],
+        "--resume: adapter 'stategraph' cannot resume a run of a CompiledGraph with a value; "
+        "start a new run with an input instead",
+    ),
+    (
+        ["graphs.py:app", "--config", "{}"],
+        "--config: CompiledGraph.invoke() takes no config after the input, so adapter "
+        "'stategraph' cannot pass one; run it without --config",
+    ),
     (
         ["graphs.py:app", "--thread", "t1"],
-        "CompiledGraph.invoke() takes no config after the input; run it without --config/--thread",
+        "--thread is an option of adapter 'langgraph', and graphs.py:app is run by adapter "
+        "'stategraph'; run it without --thread",
     ),
     (["broken.py:app"], "cannot import 'broken.py': ModuleNotFoundError: No module named 'no_"),
     (["syntax.py:app"], "cannot import 'syntax.py': SyntaxError:"),

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_langgraph_demo_holds_the_dangerous_call_and_rewrites_it(db: Path) -> No
     in_order(
         out,
         [
-            "$ flowdbg run flowdbg.cli._demo_langgraph:build_graph --stop-on-entry",
+            "$ flowdbg run flowdbg.adapters.langgraph._demo:build_graph --stop-on-entry",
             "stop-1: entry at before node 'agent' (step 1, superstep 1)",
             "(flowdbg) l",
             "[agent]",
@@ -244,6 +245,12 @@ def test_a_checkpointed_graph_runs_on_a_thread_and_ends_suspended_at_an_interrup
     assert "run suspended" in out
     bad = flowdbg("run", "hitl_app.py:app", "--config", "[1]", code=1)
     assert "error: --config must be a JSON object, not list" in bad.stderr
+    config = '{"configurable": 1}'
+    bad = flowdbg("run", "hitl_app.py:app", "--config", config, "--thread", "t3", code=1)
+    assert bad.stderr == (
+        "error: --config: its 'configurable' must be a JSON object for --thread to set "
+        "thread_id in it\n"
+    )
 
 
 def test_resume_goes_on_from_the_interrupt_under_breakpoints(
@@ -361,3 +368,58 @@ def test_resume_refuses_a_thread_with_nothing_to_resume(
     assert "run completed" in flowdbg(*on_t, "--resume", '"a"').stdout
     done = flowdbg("run", "hitl_sql.py:app", "--thread", "t", "--resume", '"b"', code=1)
     assert "thread 't' has no suspended run to resume (its last run completed)" in done.stderr
+
+
+def test_the_adapter_runs_graphs_with_run_options(tmp_path: Path) -> None:
+    """The contract ``flowdbg run`` uses, called directly: a thread, a resume, refusals."""
+    import asyncio
+
+    from flowdbg.adapter import RunOptions
+    from flowdbg.adapters.langgraph import LangGraphAdapter
+    from flowdbg.errors import RunOptionError
+
+    space: dict[str, Any] = {}
+    exec(compile(HITL + ASYNC_APP.replace("app =", "async_app ="), "hitl", "exec"), space)
+    app, async_app = space["app"], space["async_app"]
+    adapter = LangGraphAdapter()
+    on_t = RunOptions(extra={"thread": "t"})
+    assert adapter.is_async(app) is False and adapter.is_async(async_app) is True
+    suspended = adapter.invoke(app, {"x": 1}, on_t)
+    assert [i.value for i in suspended["__interrupt__"]] == ["name?"]
+    done = adapter.invoke(app, None, RunOptions(resume="bob", extra={"thread": "t"}))
+    assert done == {"x": 1, "answer": "bob"}
+    with pytest.raises(RunOptionError) as refused:
+        adapter.invoke(app, None, RunOptions(resume="again", extra={"thread": "t"}))
+    assert str(refused.value) == (
+        "--resume: thread 't' has no suspended run to resume (its last run completed)"
+    )
+    with pytest.raises(RunOptionError, match=r"^--resume: it needs the checkpointer thread"):
+        adapter.invoke(app, None, RunOptions(resume="bob"))
+    with pytest.raises(RunOptionError, match=r"^--config: its 'configurable' must be a JSON obj"):
+        adapter.check_run(app, RunOptions(config={"configurable": 1}, extra={"thread": "t"}))
+    with pytest.raises(RunOptionError, match=r"^--prefix: adapter 'langgraph' takes no such"):
+        adapter.check_run(app, RunOptions(extra={"prefix": "p"}))
+    # a config given with a thread keeps its own keys
+    config = {"configurable": {"user": "ann"}, "tags": ["cli"]}
+    adapter.invoke(app, {"x": 2}, RunOptions(config=config, extra={"thread": "u"}))
+    assert app.get_state({"configurable": {"thread_id": "u"}}).values == {"x": 2}
+    assert config == {"configurable": {"user": "ann"}, "tags": ["cli"]}  # not changed
+    assert asyncio.run(adapter.ainvoke(async_app, {"x": 1})) == {"x": 2}
+    # a graph with a checkpointer run without a thread: the hint says how to give one
+    with pytest.raises(ValueError) as failed:
+        adapter.invoke(app, {"x": 1})
+    hint = adapter.failure_hint(app, failed.value, RunOptions())
+    assert hint == "give the run a checkpointer thread with --thread ID"
+    assert adapter.failure_hint(app, failed.value, on_t) is None
+
+
+def test_the_demos_are_listed_with_what_they_show(db: Path) -> None:
+    out = " ".join(flowdbg("demo", "--help").stdout.split())
+    assert "--framework [stategraph|langgraph]" in out
+    assert "langgraph a LangGraph agent held before an rm -rf tool call" in out
+    assert "stategraph a support-ticket graph whose route changes" in out
+    # the target earlier versions printed still runs the demo's graph
+    out = flowdbg(
+        "run", "flowdbg.cli._demo_langgraph:build_graph", "--input", '{"messages": []}'
+    ).stdout
+    assert "travel-agent (langgraph) completed" in out

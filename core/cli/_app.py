@@ -8,7 +8,7 @@ import json
 import os
 import shlex
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -154,9 +154,9 @@ class Adapters:
     def options(self, command: click.Command) -> list[AdapterOption]:
         """The options the adapters add to ``command`` (:meth:`flowdbg.Adapter.cli_options`).
 
-        An option spelled like one of the command's own, or like another adapter's option of
-        another name, is left out with a warning: it could not be told apart. Several adapters
-        may offer the same option (same name, same flags).
+        An option spelled like one of the command's own, or like an option of an adapter
+        before it by name that is not the same option, is left out with a warning: it could not
+        be told apart. Several adapters may offer the same option (same name, same flags).
         """
         if self._options is not None:
             return self._options
@@ -181,8 +181,8 @@ class Adapters:
                 spelled = [*param.opts, *param.secondary_opts]
                 if not name or name in taken or shared is not None or flags & set(spelled):
                     _warn(
-                        f"adapter {info.name!r} adds {'/'.join(spelled)!s} to flowdbg run, "
-                        "which another option already is; it is left out"
+                        f"adapter {info.name!r} offers {'/'.join(spelled)} to flowdbg run, an "
+                        "option flowdbg run or another adapter already has; it is left out"
                     )
                     continue
                 found[name] = AdapterOption(param, (info.name,))
@@ -425,7 +425,9 @@ def debug_session(
     return _report(dbg, handle, outcome, out, db, hint=hint)
 
 
-def _failure_hint(adapter: Adapter, target: Any, options: RunOptions) -> Any:
+def _failure_hint(
+    adapter: Adapter, target: Any, options: RunOptions
+) -> Callable[[BaseException], str | None]:
     """What the adapter suggests for a failed run (see :meth:`flowdbg.Adapter.failure_hint`)."""
 
     def hint(exc: BaseException) -> str | None:
@@ -444,7 +446,7 @@ def _report(
     out: Out,
     db: str | None,
     *,
-    hint: Any = None,
+    hint: Callable[[BaseException], str | None] | None = None,
 ) -> int:
     try:
         exc = handle.exception(timeout=30)
@@ -596,7 +598,6 @@ def run_command(
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
         obj = load_target(target, dbg)
-        assert isinstance(ctx.command, click.Command)
         _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
         options = RunOptions(config=config, resume=resume, extra=given)
         code = debug_session(

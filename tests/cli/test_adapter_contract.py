@@ -306,3 +306,39 @@ def test_an_adapter_brings_its_demo(flowdbg_cli: Any) -> None:
     usage = flowdbg_cli("demo", "--framework", "nope", code=2).stderr
     assert "Invalid value for '--framework': 'nope' is not one of 'stategraph'," in usage
     assert "'toy'" in usage
+
+
+class ClashingAdapter(MissingAdapter):
+    """Offers an option spelled like a built-in one, and one like the toy adapter's."""
+
+    name = "clashing"
+    _clashing = (
+        click.Option(["--input"], help="not flowdbg's"),
+        click.Option(["--prefix", "prefix_text"], help="another --prefix"),
+        click.Option(["--colour"], help="its own"),
+    )
+
+    def cli_options(self) -> Sequence[click.Parameter]:
+        return self._clashing
+
+
+class ClashingPlugin:
+    @flowdbg.hookimpl
+    def flowdbg_register_adapters(self, register: Any) -> None:
+        register(ToyAdapter())
+        register(ClashingAdapter())
+
+
+def test_an_option_spelled_like_another_is_left_out_with_a_warning(folder: Path) -> None:
+    result = CliRunner().invoke(make_cli([ClashingPlugin()]), ["run", "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "warning: adapter 'clashing' offers --input to flowdbg run, an option flowdbg run or "
+        "another adapter already has; it is left out",
+        # adapters are asked in name order: the first keeps the spelling
+        "warning: adapter 'toy' offers --prefix to flowdbg run, an option flowdbg run or "
+        "another adapter already has; it is left out",
+    ]
+    assert "--colour TEXT" in result.stdout and "another --prefix" in result.stdout
+    assert "put TEXT before the result" not in result.stdout
+    assert "the run's input as JSON" in result.stdout and "not flowdbg's" not in result.stdout

@@ -31,6 +31,10 @@ class Scenario:
     :param normalize: turns a raw result into the canonical ``dict`` that tests compare.
     :param started: slow scenario only: set once the slow unit has started.
     :param release: slow scenario only: lets the slow unit finish (idempotent).
+    :param effects: where the fixtures can, the calls of the scenario's user code besides its
+        units (reducers, routers), noted in order as they happen (e.g. ``"reduce items"``): the
+        transparency suite checks that a debugged run makes exactly the same. ``None`` skips
+        those checks for the scenario.
     """
 
     target: Any
@@ -40,6 +44,7 @@ class Scenario:
     normalize: Callable[[Any], dict[str, Any]] = dict
     started: threading.Event | None = None
     release: Callable[[], None] | None = None
+    effects: list[str] | None = None
 
 
 def _frozen(**results: dict[str, Any]) -> Mapping[str, Mapping[str, Any]]:

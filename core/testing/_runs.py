@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -71,6 +72,50 @@ class AbstractTransparencyTests(SuiteBase):
         fn = self.entry(scn, call)
         raw = fn(scn.input) if call == "sync" else asyncio.run(_await(fn(scn.input)))
         assert scn.normalize(raw) == dict(EXPECTED[name])
+
+    @pytest.mark.parametrize("name", ["loop", "parallel"])
+    def test_user_code_runs_as_often_with_breakpoints_that_never_fire(
+        self, dbg: flowdbg.Debugger, mode: str, name: str
+    ) -> None:
+        """Recording on and breakpoints set that never stop (a false condition, a hit count
+        never reached, an exception never raised): reducers and routers run exactly as often,
+        in the same order, as without the debugger, and the run gives the same result."""
+        plain = self.scenario(name)
+        if plain.effects is None:
+            pytest.skip(f"the fixtures note no user-code calls of {name!r} (Scenario.effects)")
+        expected = self.undebugged(plain, mode)
+        assert plain.effects, "the scenario's user code ran: the check can see a difference"
+        dbg.break_after("*", condition="step < 0")
+        dbg.break_before("*", hit_condition=">=1000")
+        dbg.break_on_exception("KeyboardInterrupt")
+        scn = self.scenario(name)
+        run = self.launch(dbg, scn, mode)
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn) == expected
+        assert dbg.flush(WAIT)  # writing the record runs no user code either
+        assert scn.effects == plain.effects
+
+    def test_an_ended_run_keeps_no_exception_alive(self, dbg: flowdbg.Debugger, mode: str) -> None:
+        """The debugger's history of an ended run keeps what it shows of an exception (type,
+        message, traceback text), not the exception: its traceback holds the frames of the
+        framework's run loop, and through them everything the run touched."""
+        scn = self.scenario("failing")
+        run = self.launch(dbg, scn, mode)
+        self.wait_no_stop(dbg)
+        error = run.exception(WAIT)
+        assert isinstance(error, ValueError)
+        assert dbg.flush(WAIT)
+        gc.collect()
+        holders = [
+            type(holder).__name__
+            for holder in gc.get_referrers(error)
+            if type(holder).__module__.startswith("flowdbg.")
+            and not isinstance(holder, flowdbg.RunHandle)  # the caller's own handle
+        ]
+        assert holders == []
+        (log,) = [log for log in dbg.runs if log.run.status == "failed"]
+        assert log.run.error is not None and log.run.error.type == "ValueError"
+        assert "boom at x=2" in log.run.error.traceback
 
     def test_failing_run_raises_the_undebugged_error(
         self, dbg: flowdbg.Debugger, mode: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -66,6 +66,20 @@ class Tools(TypedDict, total=False):
     finished: bool
 
 
+#: the effects list of the parallel scenario built last (see build_parallel)
+_NOTED: list[list[str]] = [[]]
+
+
+def _noted_add(left: list[str], right: list[str]) -> list[str]:
+    _NOTED[0].append(f"reduce {right}")
+    return left + right
+
+
+class Noted(TypedDict, total=False):
+    items: Annotated[list[str], _noted_add]
+    total: int
+
+
 def _scenario(app: Any, input: dict[str, Any], **extra: Any) -> Scenario:
     return Scenario(
         target=app,
@@ -86,13 +100,38 @@ class LangGraphFixtures(AdapterFixtures):
         return _scenario(lg.linear(), {"x": 1})
 
     def build_loop(self) -> Scenario:
-        return _scenario(lg.loop(), {"count": 0})
+        effects: list[str] = []
+
+        def route(s: lg.Loop) -> str:
+            effects.append(f"route {s['count']}")
+            return "inc" if s["count"] < 5 else "done"
+
+        g = StateGraph(lg.Loop)
+        g.add_node("inc", lambda s: {"count": s["count"] + 1})
+        g.add_node("done", lambda s: {"finished": True})
+        g.add_edge(START, "inc")
+        g.add_conditional_edges("inc", route, ["inc", "done"])
+        g.add_edge("done", END)
+        return _scenario(g.compile(name="loop"), {"count": 0}, effects=effects)
 
     def build_branch(self, positive: bool) -> Scenario:
         return _scenario(lg.branch(), {"x": 1 if positive else -1})
 
     def build_parallel(self) -> Scenario:
-        return _scenario(lg.parallel(), {"items": []})
+        # the reducer is named in the state's annotations, which LangGraph resolves in this
+        # module: a module-level function noting its calls in the list of the scenario built last
+        effects = _NOTED[0] = []
+        g = StateGraph(Noted)
+        g.add_node("fan", lambda s: {})
+        g.add_node("p1", lambda s: {"items": ["p1"]})
+        g.add_node("p2", lambda s: {"items": ["p2"]})
+        g.add_node("join", lambda s: {"total": len(s["items"])})
+        g.add_edge(START, "fan")
+        g.add_edge("fan", "p1")
+        g.add_edge("fan", "p2")
+        g.add_edge(["p1", "p2"], "join")
+        g.add_edge("join", END)
+        return _scenario(g.compile(name="parallel"), {"items": []}, effects=effects)
 
     def build_nested(self) -> Scenario:
         inner = StateGraph(Inner)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import threading
 from typing import Any
 
@@ -65,13 +64,19 @@ class StateGraphFixtures(AdapterFixtures):
         return _scenario(g.compile(name="linear"), {"x": 1})
 
     def build_loop(self) -> Scenario:
+        effects: list[str] = []
+
+        def route(s: State) -> str:
+            effects.append(f"route {s['count']}")
+            return "inc" if s["count"] < 5 else "done"
+
         g = StateGraph()
         g.add_node("inc", lambda s: {"count": s["count"] + 1})
         g.add_node("done", lambda s: {"finished": True})
         g.set_entry_point("inc")
-        g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < 5 else "done")
+        g.add_conditional_edges("inc", route)
         g.add_edge("done", END)
-        return _scenario(g.compile(name="loop"), {"count": 0})
+        return _scenario(g.compile(name="loop"), {"count": 0}, effects=effects)
 
     def build_branch(self, positive: bool) -> Scenario:
         g = StateGraph()
@@ -89,7 +94,13 @@ class StateGraphFixtures(AdapterFixtures):
         return _scenario(g.compile(name="branch"), {"x": 1 if positive else -1})
 
     def build_parallel(self) -> Scenario:
-        g = StateGraph(reducers={"items": operator.add})
+        effects: list[str] = []
+
+        def add(left: list[str], right: list[str]) -> list[str]:
+            effects.append(f"reduce {right}")
+            return left + right
+
+        g = StateGraph(reducers={"items": add})
         g.add_node("fan", lambda s: None)
         g.add_node("p1", lambda s: {"items": ["p1"]})
         g.add_node("p2", lambda s: {"items": ["p2"]})
@@ -100,7 +111,7 @@ class StateGraphFixtures(AdapterFixtures):
         g.add_edge("p1", "join")
         g.add_edge("p2", "join")
         g.add_edge("join", END)
-        return _scenario(g.compile(name="parallel"), {"items": []})
+        return _scenario(g.compile(name="parallel"), {"items": []}, effects=effects)
 
     def build_nested(self) -> Scenario:
         inner = StateGraph()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
 from flowdbg.errors import AdapterError, RunOptionError
+from flowdbg.patching import LOCK
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -60,9 +60,6 @@ class _Node:
 
 _GRAPHS: dict[int, _Graph] = {}
 _NODES: dict[int, _Node] = {}
-#: serialises attach and detach: the registries above are the process's, not an adapter's (two
-#: Debuggers attaching copies of one graph at once must see each other's nodes)
-_LOCK = threading.RLock()
 _USER = "user"
 
 
@@ -232,7 +229,7 @@ class LangGraphAdapter(Adapter):
         return DEMO
 
     def attach(self, target: Any, debugger: Debugger) -> None:
-        with _LOCK:
+        with LOCK:  # the registries above are the process's (see flowdbg.patching)
             # Check the whole tree first, so that a refused attach changes nothing.
             self._check(target, debugger, set())
             self._acquire(target, debugger, _USER)
@@ -275,6 +272,7 @@ class LangGraphAdapter(Adapter):
             return
         held = _GRAPHS[id(graph)] = _Graph(graph, debugger, type(graph))
         held.owners.add(owner)
+        hooks.register_values()
         info = hooks.GraphInfo(
             debugger,
             _state_keys(graph),
@@ -303,7 +301,7 @@ class LangGraphAdapter(Adapter):
         graph.__class__ = hooks.debugged_class(type(graph))
 
     def detach(self, target: Any) -> None:
-        with _LOCK:
+        with LOCK:  # the registries above are the process's (see flowdbg.patching)
             self._release(target, _USER)
 
     def _release(self, graph: Any, owner: Any) -> None:

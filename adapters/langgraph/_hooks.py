@@ -37,6 +37,7 @@ from langgraph.types import Command
 from flowdbg.adapters.langgraph._calls import AsyncCallHandler, CallHandler, with_handler
 from flowdbg.errors import EditRefused
 from flowdbg.runtime import Unit
+from flowdbg.store import register_structural
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -706,3 +707,17 @@ def debugged_class(base: type) -> type:
     )
     _CLASSES[base] = cls
     return cls
+
+
+def register_values() -> None:
+    """Have the store keep LangGraph's values that steer a run (``Send`` packets, ``Command``,
+    ``Interrupt``, ``Overwrite``) as typed objects with their fields, not as reprs.
+    (``langgraph.constants.Send`` is where LangGraph before 0.3 defined ``Send``.)"""
+    for name in (
+        "langgraph.types.Send",
+        "langgraph.constants.Send",
+        "langgraph.types.Command",
+        "langgraph.types.Interrupt",
+        "langgraph.types.Overwrite",
+    ):
+        register_structural(name)

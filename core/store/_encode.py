@@ -176,16 +176,9 @@ class _Plan:
 
 
 #: qualified class name -> the fields its instances are stored with (``None``: the class's own).
-#: Framework values that steer a run are known here by name, so no framework is imported: a
-#: ``Send`` packet or a ``Command`` must be readable in the store, not a repr or bare fields.
-#: (``langgraph.constants.Send`` is where LangGraph before 0.3 defined ``Send``.)
-_structural: dict[str, tuple[str, ...] | None] = {
-    "langgraph.types.Send": None,
-    "langgraph.constants.Send": None,
-    "langgraph.types.Command": None,
-    "langgraph.types.Interrupt": None,
-    "langgraph.types.Overwrite": None,
-}
+#: Adapters register their framework's values that steer a run (LangGraph's ``Send`` and
+#: ``Command``), by name, so that they are readable in the store rather than reprs.
+_structural: dict[str, tuple[str, ...] | None] = {}
 _structural_lock = threading.Lock()
 #: class -> its plan (``None``: not a typed object); filled as classes are met, emptied when the
 #: registry changes. Replaced, never cleared in place, so an encoder on another thread reads

@@ -409,14 +409,16 @@ def test_registered_models_and_named_tuples_keep_their_type() -> None:
     ]
 
 
-def test_langgraph_values_are_known_by_name_without_importing_langgraph() -> None:
-    # the real classes are tested with LangGraph in tests/adapters/langgraph/test_values.py
-    send = fake_framework_class("langgraph.types", "Send")()
+def test_classes_registered_by_name_need_no_import() -> None:
+    # how an adapter registers its framework's values (LangGraph's: adapters/langgraph/_hooks.py;
+    # the real classes are tested with LangGraph in tests/adapters/langgraph/test_values.py)
+    register_structural("framework.types.Send")
+    send = fake_framework_class("framework.types", "Send")()
     send.value = {"item": "a"}  # type: ignore[attr-defined]
     send._secret_state = "not for the record"  # type: ignore[attr-defined]
     plain, partial = encode_value(send)
     assert not partial
-    assert plain == {"__type__": "langgraph.types.Send", "value": {"item": "a"}}
+    assert plain == {"__type__": "framework.types.Send", "value": {"item": "a"}}
     other = fake_framework_class("somewhere.else", "Send")()
     other.value = 1  # type: ignore[attr-defined]
     assert encode_value(other)[1], "an unregistered class with private slots stays opaque"

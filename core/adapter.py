@@ -228,6 +228,24 @@ class Adapter(abc.ABC):
     def detach(self, target: Any) -> None:
         """Remove the instrumentation, restoring ``target`` exactly as it was."""
 
+    def install(self, debugger: Debugger) -> None:
+        """Instrument the framework library-wide for ``debugger``, for runs that start from
+        the framework's own entry points rather than from a target (``Runner.run(agent, ...)``
+        with agents built on the fly). Called by :meth:`flowdbg.Debugger.install`, once per
+        debugger, under :data:`flowdbg.patching.LOCK`; patch with :func:`flowdbg.patching.patch`
+        so that several debuggers share one patch. The default refuses.
+
+        :raises AdapterError: the adapter has no library-wide instrumentation.
+        """
+        raise AdapterError(
+            f"adapter {self.name!r} has no library-wide instrumentation; attach a target "
+            "instead (dbg.attach(...))"
+        )
+
+    def uninstall(self, debugger: Debugger) -> None:  # noqa: B027 - optional, like install
+        """Undo :meth:`install` for ``debugger`` (the last debugger to let go restores the
+        framework exactly). Called once per install."""
+
     def describe(self, target: Any) -> dict[str, Any]:
         """Nodes, edges, conditional edges and subgraphs of ``target`` (for graph views).
 

@@ -24,6 +24,7 @@ from flowdbg.errors import (
     PathError,
 )
 from flowdbg.events import Kind, Position, RunInfo
+from flowdbg.patching import LOCK
 from flowdbg.plugins import Hooks, make_plugin_manager
 from flowdbg.recorder import Recorder, run_record, step_record
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
@@ -162,6 +163,7 @@ class Debugger:
         self._hooks = Hooks(self._pm, self)
         self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
         self._attached: dict[int, tuple[Any, Adapter]] = {}
+        self._installed: dict[str, Adapter] = {}
         self._adapters = self._collect_adapters(entry_points)
         if record is None:
             record = os.environ.get("FLOWDBG_RECORD", "1").strip().lower() not in _FALSE
@@ -283,23 +285,62 @@ class Debugger:
         :raises AdapterNotFound: no adapter accepts ``target``.
         :raises AdapterUnavailable: its adapter's framework is not installed.
         """
-        if id(target) in self._attached:
-            return target
         adapter = self.adapter_for(target)
-        adapter.attach(target, self)
-        self._attached[id(target)] = (target, adapter)
+        with LOCK:  # one lock for every adapter's changes to a framework (flowdbg.patching)
+            if id(target) in self._attached:
+                return target
+            adapter.attach(target, self)
+            self._attached[id(target)] = (target, adapter)
         return target
+
+    def install(self, adapter: str) -> None:
+        """Instrument a framework library-wide: every run it starts from its own entry points
+        reports to this debugger, not only runs of attached targets (for agent frameworks whose
+        runners are static methods and whose agents are built on the fly). Idempotent; undone
+        by :meth:`uninstall` or :meth:`close`.
+
+        :param adapter: the adapter's name (``flowdbg adapters`` lists them).
+        :raises AdapterNotFound: no adapter has that name.
+        :raises AdapterUnavailable: its framework is not installed.
+        :raises AdapterError: the adapter instruments targets only.
+        """
+        info = self._adapters.get(adapter)
+        if info is None or info.adapter is None:
+            known = ", ".join(sorted(self._adapters)) or "none"
+            raise AdapterNotFound(f"no adapter {adapter!r}; adapters: {known}")
+        if not info.available:
+            raise AdapterUnavailable(info.reason or f"adapter {adapter!r} is unavailable")
+        with LOCK:
+            if adapter in self._installed:
+                return
+            info.adapter.install(self)
+            self._installed[adapter] = info.adapter
+
+    def uninstall(self, adapter: str | None = None) -> None:
+        """Undo :meth:`install` of ``adapter`` (of every adapter with ``None``)."""
+        with LOCK:
+            names = list(self._installed) if adapter is None else [adapter]
+            for name in names:
+                installed = self._installed.pop(name, None)
+                if installed is not None:
+                    installed.uninstall(self)
+
+    @property
+    def installed(self) -> list[str]:
+        """The adapters installed library-wide (see :meth:`install`)."""
+        return list(self._installed)
 
     def detach(self, target: Any | None = None) -> None:
         """Restore ``target`` exactly as it was before :meth:`attach` (all targets if None)."""
-        if target is None:
-            for obj, adapter in list(self._attached.values()):
-                adapter.detach(obj)
-            self._attached.clear()
-            return
-        entry = self._attached.pop(id(target), None)
-        if entry is not None:
-            entry[1].detach(entry[0])
+        with LOCK:
+            if target is None:
+                for obj, adapter in list(self._attached.values()):
+                    adapter.detach(obj)
+                self._attached.clear()
+                return
+            entry = self._attached.pop(id(target), None)
+            if entry is not None:
+                entry[1].detach(entry[0])
 
     @property
     def attached(self) -> list[Any]:
@@ -734,6 +775,7 @@ class Debugger:
         if self._ctl.active_runs or self._ctl.stops:
             self.terminate()
         self.detach()
+        self.uninstall()
         if self._recorder is not None:
             self._recorder.close()
 

@@ -12,7 +12,7 @@ import pluggy
 import pytest
 
 import flowdbg
-from flowdbg import plugins
+from flowdbg import patching, plugins
 from flowdbg.adapters.stategraph import END, StateGraph
 
 
@@ -532,3 +532,99 @@ def test_a_malformed_requirement_makes_the_adapter_unavailable_on_attach() -> No
     assert "malformed requirement 'fw =>1.0'" in (info.reason or "")
     with pytest.raises(flowdbg.AdapterUnavailable, match=r"malformed requirement 'fw =>1\.0'"):
         dbg.attach(_Target())
+
+
+# -- library-wide instrumentation: install / uninstall ------------------------------------------
+
+
+class AgentRunner:
+    """A framework whose runs start from a static method, as agent runners do."""
+
+    @staticmethod
+    def run(agent: Any, text: str) -> str:
+        return str(agent(text))
+
+
+class RunnerAdapter(flowdbg.Adapter):
+    """Reports every ``AgentRunner.run`` to the debugger that installed it first."""
+
+    name = "agentrunner"
+    capabilities = frozenset({flowdbg.Capability.SYNC})
+
+    def __init__(self) -> None:
+        self.debuggers: list[flowdbg.Debugger] = []
+        self.patch: Any = None
+
+    def matches(self, target: Any) -> bool:
+        return False  # nothing to attach: runs start from AgentRunner.run
+
+    def attach(self, target: Any, debugger: flowdbg.Debugger) -> None:
+        raise AssertionError("not a target adapter")
+
+    def detach(self, target: Any) -> None:
+        raise AssertionError("not a target adapter")
+
+    def install(self, debugger: flowdbg.Debugger) -> None:
+        def make(original: Any) -> Any:
+            run = original.__func__
+
+            def traced(agent: Any, text: str) -> str:
+                with self.debuggers[0].begin_run(
+                    framework=self.name, name="agent", input=text
+                ) as scope:
+                    reply = scope.unit("agent", kind="agent").call(lambda t: run(agent, t), text)
+                    scope.end(output=reply)
+                return str(reply)
+
+            return staticmethod(traced)
+
+        self.debuggers.append(debugger)
+        self.patch = patching.patch(AgentRunner, "run", make)
+
+    def uninstall(self, debugger: flowdbg.Debugger) -> None:
+        self.debuggers.remove(debugger)
+        patching.unpatch(self.patch)
+
+
+class RunnerPlugin:
+    def __init__(self) -> None:
+        self.adapter = RunnerAdapter()
+
+    @flowdbg.hookimpl
+    def flowdbg_register_adapters(self, register: Any) -> None:
+        register(self.adapter)
+
+
+def test_install_debugs_runs_started_from_the_framework_itself() -> None:
+    plugin = RunnerPlugin()
+    stored = AgentRunner.__dict__["run"]
+    dbg = flowdbg.Debugger(plugins=[plugin], record=False)
+    dbg.install("agentrunner")
+    dbg.install("agentrunner")  # idempotent
+    assert dbg.installed == ["agentrunner"]
+    assert patching.patched(AgentRunner, "run").refs == 1  # type: ignore[union-attr]
+    dbg.break_before("agent", kind="agent")
+    run = dbg.start(AgentRunner.run, str.upper, "hi")  # no target was attached
+    stop = dbg.wait_for_stop(10)
+    assert stop is not None and stop.location.framework == "agentrunner"
+    dbg.set(".", "edited")
+    dbg.resume()
+    assert run.result(10) == "EDITED"
+
+    other = flowdbg.Debugger(plugins=[plugin], record=False)
+    other.install("agentrunner")
+    assert patching.patched(AgentRunner, "run").refs == 2  # type: ignore[union-attr]
+    dbg.close()  # uninstalls: the other debugger still holds the patch
+    assert AgentRunner.__dict__["run"] is not stored
+    other.uninstall("agentrunner")
+    assert AgentRunner.__dict__["run"] is stored and other.installed == []
+    assert AgentRunner.run(str.upper, "x") == "X"
+
+
+def test_install_is_refused_by_an_adapter_without_it() -> None:
+    dbg = flowdbg.Debugger(record=False)
+    with pytest.raises(flowdbg.AdapterError, match="'stategraph' has no library-wide"):
+        dbg.install("stategraph")
+    with pytest.raises(flowdbg.AdapterNotFound, match="no adapter 'nope'; adapters: "):
+        dbg.install("nope")
+    assert dbg.installed == []

@@ -273,7 +273,11 @@ def _events(app: Any, input: Any) -> dict[Any, list[tuple[Any, ...]]]:
             metadata = event.get("metadata", {})
             seen.append(
                 (
-                    (metadata.get("langgraph_node"), metadata.get("langgraph_step")),
+                    (  # one group per task: a Send task's path holds its packet's index
+                        metadata.get("langgraph_node"),
+                        metadata.get("langgraph_step"),
+                        repr(metadata.get("langgraph_path")),
+                    ),
                     event["event"],
                     event["name"],
                     tuple(sorted(event.get("tags", []))),
@@ -322,7 +326,7 @@ def test_event_streams_are_the_same(tmp_path: Path, case: str, setup: str) -> No
     # instead of streamed)
     assert any(
         e[0] == "on_chain_stream"
-        for (node, _), events in bare_events.items()
+        for (node, *_), events in bare_events.items()
         if node
         for e in events
     )

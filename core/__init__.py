@@ -6,7 +6,7 @@ Importing flowdbg imports no framework and patches nothing.
 from __future__ import annotations
 
 from flowdbg._diff import StateDiff
-from flowdbg.adapter import Adapter, AdapterInfo, Capability
+from flowdbg.adapter import NOT_RESUMING, Adapter, AdapterInfo, Capability, Demo, RunOptions
 from flowdbg.breakpoints import Breakpoint, BreakpointType
 from flowdbg.debugger import Debugger, RunHandle
 from flowdbg.errors import (
@@ -19,6 +19,7 @@ from flowdbg.errors import (
     FlowdbgError,
     NotStoppedError,
     PathError,
+    RunOptionError,
     StopNotFound,
     Terminated,
 )
@@ -32,6 +33,7 @@ from flowdbg.stops import Status, Stop, StopReason
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "NOT_RESUMING",
     "Adapter",
     "AdapterError",
     "AdapterInfo",
@@ -42,6 +44,7 @@ __all__ = [
     "BreakpointType",
     "Capability",
     "Debugger",
+    "Demo",
     "EditRefused",
     "ErrorInfo",
     "Event",
@@ -56,6 +59,8 @@ __all__ = [
     "RunHandle",
     "RunInfo",
     "RunLog",
+    "RunOptionError",
+    "RunOptions",
     "RunRecord",
     "RunScope",
     "RunStatus",

@@ -14,13 +14,17 @@ from flowdbg.adapters.stategraph._graph import (
     END,
     START,
     CompiledGraph,
+    Goto,
     GraphRecursionError,
+    Handoff,
     InvalidGraphError,
     InvalidUpdateError,
     Model,
     StateGraph,
     StateGraphError,
     Tool,
+    ahandoff,
+    handoff,
     tool,
 )
 from flowdbg.plugins import hookimpl
@@ -29,7 +33,9 @@ __all__ = [
     "END",
     "START",
     "CompiledGraph",
+    "Goto",
     "GraphRecursionError",
+    "Handoff",
     "InvalidGraphError",
     "InvalidUpdateError",
     "Model",
@@ -37,6 +43,8 @@ __all__ = [
     "StateGraphAdapter",
     "StateGraphError",
     "Tool",
+    "ahandoff",
+    "handoff",
     "tool",
 ]
 

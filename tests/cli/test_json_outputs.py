@@ -151,13 +151,13 @@ def flow(x: int) -> int:
 def test_langgraph_outputs(run_cli: Cli, graphs: Path) -> None:
     pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
     (graphs / "flow_app.py").write_text(FUNCTIONAL, encoding="utf-8")
-    agent = "flowdbg.cli._demo_langgraph:build_graph"
+    agent = "flowdbg.adapters.langgraph._demo:build_graph"
     described = output(run_cli, "graph inspect", agent)
     assert described["adapter"] == "langgraph"
     flow = output(run_cli, "graph inspect", "flow_app.py:flow")
     assert flow["graph"]["open"] is True and flow["graph"]["nodes"][0]["tasks"] == ["double"]
 
-    from flowdbg.cli._demo_langgraph import DEMO_INPUT
+    from flowdbg.adapters.langgraph._demo import DEMO_INPUT
 
     run_cli("run", agent, "--input", json.dumps(DEMO_INPUT))
     run_cli("run", "flow_app.py:flow", "--input", "3")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flowdbg.adapters.stategraph import END, START, Model, StateGraph, Tool
-from flowdbg.adapters.stategraph._graph import handoff
+from flowdbg.adapters.stategraph import END, START, Model, StateGraph, Tool, handoff
 from flowdbg.testing import (
     AbstractAsyncTests,
     AbstractBreakpointTests,

@@ -7,6 +7,7 @@ import importlib.metadata
 import inspect
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,3 +158,74 @@ def test_adapters_use_only_public_api(path: Path) -> None:
         ):
             found.append(f"line {node.lineno}: .{node.attr}")
     assert found == [], f"{path.relative_to(ROOT)} uses private flowdbg API: {found}"
+
+
+def test_the_worked_adapter_of_the_plugin_guide_works(tmp_path: Path) -> None:
+    """The minimal adapter docs/plugins.md shows, run as written against a stand-in framework."""
+    import sys
+    import types
+
+    import flowdbg
+
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text[text.index("### A worked minimal adapter") :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("\n```", start)]
+
+    framework = types.ModuleType("pipeline")
+
+    class Pipeline:
+        def __init__(self, name: str, steps: list[Any]) -> None:
+            self.name, self.steps = name, steps
+
+        def run(self, data: dict[str, Any]) -> dict[str, Any]:
+            for step in self.steps:
+                data = step(data)
+            return data
+
+    Pipeline.__module__ = "pipeline"
+    framework.Pipeline = Pipeline  # type: ignore[attr-defined]
+    guide: dict[str, Any] = {}
+    sys.modules["pipeline"] = framework
+    try:
+        exec(compile(code, "docs/plugins.md", "exec"), guide)
+    finally:
+        del sys.modules["pipeline"]
+    guide["PipelineAdapter"].requires = ()  # the stand-in framework is not a distribution
+
+    def double(d: dict[str, Any]) -> dict[str, Any]:
+        return {"x": d["x"] * 2}
+
+    def check(d: dict[str, Any]) -> dict[str, Any]:
+        if d["x"] > 100:
+            raise ValueError("too big")
+        return {**d, "ok": True}
+
+    plugin = types.SimpleNamespace(flowdbg_register_adapters=guide["flowdbg_register_adapters"])
+    app = Pipeline("numbers", [double, check])
+    with flowdbg.Debugger(plugins=[plugin], db=tmp_path / "guide.db") as dbg:
+        dbg.attach(app)
+        dbg.attach(app)  # idempotent
+        dbg.break_before("double")
+        run = dbg.start(app.run, {"x": 3})
+        stop = dbg.wait_for_stop(10)
+        assert stop is not None and stop.location.framework == "pipeline"
+        dbg.set("x", 60)  # what the step receives
+        dbg.step_over()
+        stop = dbg.wait_for_stop(10)
+        assert stop is not None and stop.location.node == "check"
+        dbg.resume()
+        assert isinstance(run.exception(10), ValueError)  # the edited 60, doubled, is too big
+        dbg.clear()
+        dbg.break_on_exception()
+        run = dbg.start(app.run, {"x": 51})
+        stop = dbg.wait_for_stop(10)
+        assert stop is not None and stop.location.node == "check" and stop.reason == "exception"
+        dbg.resume()
+        assert isinstance(run.exception(10), ValueError)
+        assert app.run({"x": 1}) == {"x": 2, "ok": True}
+        assert dbg.flush(10) and dbg.store is not None
+        runs = dbg.store.list_runs()
+        assert len(runs) == 3 and {r.framework for r in runs} == {"pipeline"}
+        dbg.detach(app)
+        assert "run" not in vars(app)

@@ -10,9 +10,10 @@ import click
 
 from flowdbg._json import jsonable, strict_json
 
-__all__ = ["SCHEMA_VERSION", "emit_json", "envelope", "iso", "jsonable"]
+__all__ = ["JSON_SCHEMA_VERSION", "emit_json", "envelope", "iso", "jsonable"]
 
-SCHEMA_VERSION = 1
+#: the version of the --json outputs' schemas (the database has its own: DB_SCHEMA_VERSION)
+JSON_SCHEMA_VERSION = 1
 
 
 def iso(timestamp: float | None) -> str | None:
@@ -27,7 +28,7 @@ def envelope(command: str, data: Any) -> dict[str, Any]:
     """Wrap ``data`` for ``command`` (e.g. ``"runs ls"``) in the versioned envelope."""
     now = dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": JSON_SCHEMA_VERSION,
         "command": command,
         "generated_at": now,
         "data": data,

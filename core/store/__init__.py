@@ -24,13 +24,13 @@ from flowdbg.store._base import (
 )
 from flowdbg.store._encode import DEFAULT_REDACT, REDACTED, encode_value, register_structural
 from flowdbg.store._errors import RunNotFound, StepNotFound, StoreError
-from flowdbg.store._sqlite import SCHEMA_VERSION, SQLiteStore
+from flowdbg.store._sqlite import DB_SCHEMA_VERSION, SQLiteStore
 
 __all__ = [
+    "DB_SCHEMA_VERSION",
     "DEFAULT_DB",
     "DEFAULT_REDACT",
     "REDACTED",
-    "SCHEMA_VERSION",
     "Divergence",
     "NodeDelta",
     "RunDiff",

@@ -41,7 +41,7 @@ from flowdbg.store._encode import (
 )
 from flowdbg.store._errors import RunNotFound, StepNotFound, StoreError
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["DB_SCHEMA_VERSION", "SQLiteStore"]
 
 log = logging.getLogger("flowdbg.store")
 
@@ -125,8 +125,8 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
 
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
-#: the schema this flowdbg writes and reads
-SCHEMA_VERSION = len(MIGRATIONS)
+#: the database schema this flowdbg writes and reads (the --json envelope has its own version)
+DB_SCHEMA_VERSION = len(MIGRATIONS)
 
 _RUN_COLUMNS = (
     "id, parent, root, parent_step, name, framework, status, started_at, ended_at, "
@@ -377,19 +377,19 @@ class SQLiteStore(Store):
             version = self._schema_version(conn)
             if version is None and self.readonly:
                 raise self._missing()
-            if version is not None and version > SCHEMA_VERSION:
+            if version is not None and version > DB_SCHEMA_VERSION:
                 raise self._newer(version)
             if self.readonly:
-                if version != SCHEMA_VERSION:
+                if version != DB_SCHEMA_VERSION:
                     raise StoreError(
                         f"database {self.path} has schema {version}, older than this flowdbg's "
-                        f"({SCHEMA_VERSION}); open it once without --readonly to upgrade it"
+                        f"({DB_SCHEMA_VERSION}); open it once without --readonly to upgrade it"
                     )
                 return
             # Only now is the file known to be ours (or empty): it may be changed.
             self._wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
-            if version != SCHEMA_VERSION:
+            if version != DB_SCHEMA_VERSION:
                 self._migrate(conn)
         except sqlite3.DatabaseError as exc:
             self.close()
@@ -425,7 +425,7 @@ class SQLiteStore(Store):
     def _newer(self, version: int) -> StoreError:
         return StoreError(
             f"database {self.path} was written by a newer flowdbg (schema {version}; this "
-            f"flowdbg reads up to {SCHEMA_VERSION}); upgrade flowdbg"
+            f"flowdbg reads up to {DB_SCHEMA_VERSION}); upgrade flowdbg"
         )
 
     def _schema_version(self, conn: sqlite3.Connection) -> int | None:
@@ -453,7 +453,7 @@ class SQLiteStore(Store):
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._schema_version(conn)  # again: another process may have done it
-            if version is not None and version > SCHEMA_VERSION:
+            if version is not None and version > DB_SCHEMA_VERSION:
                 raise self._newer(version)
             if version is None:
                 conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -465,7 +465,7 @@ class SQLiteStore(Store):
             for migrate in MIGRATIONS[version:]:
                 migrate(conn)
             conn.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(DB_SCHEMA_VERSION),)
             )
             conn.execute("COMMIT")
         except BaseException:

@@ -13,8 +13,8 @@ from store_helpers import counting_steps, run, run_id
 
 from flowdbg.errors import FlowdbgError
 from flowdbg.store import (
+    DB_SCHEMA_VERSION,
     DEFAULT_DB,
-    SCHEMA_VERSION,
     SQLiteStore,
     StoreError,
     _sqlite,
@@ -42,7 +42,7 @@ def test_a_new_database_is_created_with_its_folder_in_wal_mode(tmp_path: Path) -
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     finally:
         conn.close()
-    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(SCHEMA_VERSION) == "1"
+    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(DB_SCHEMA_VERSION) == "1"
 
 
 def test_the_default_database_is_in_the_current_folder_unless_flowdbg_db_says(
@@ -147,7 +147,7 @@ def test_a_database_from_a_newer_flowdbg_is_refused_untouched(tmp_path: Path) ->
     before = digest(db)
     message = (
         f"database {db} was written by a newer flowdbg (schema 7; this flowdbg reads up to "
-        f"{SCHEMA_VERSION}); upgrade flowdbg"
+        f"{DB_SCHEMA_VERSION}); upgrade flowdbg"
     )
     for readonly in (False, True):
         with pytest.raises(StoreError) as info:
@@ -167,7 +167,7 @@ def test_an_older_schema_is_migrated_forward(
         conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")
 
     monkeypatch.setattr(_sqlite, "MIGRATIONS", [*_sqlite.MIGRATIONS, add_notes])
-    monkeypatch.setattr(_sqlite, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(_sqlite, "DB_SCHEMA_VERSION", 2)
     with pytest.raises(StoreError, match="open it once without --readonly to upgrade it"):
         open_store(db, readonly=True)
     with open_store(db) as store:

@@ -264,12 +264,14 @@ def folder_for(arg: str | None, keep: bool) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, *, quiet: bool = False) -> dict[str, Any]:
+    """Run the store benchmarks; print the figures (unless ``quiet``) and return them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="size of the query store")
     parser.add_argument("--dir", help="where to put the databases (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="do not delete the databases")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {}
     for folder in folder_for(args.dir, args.keep):
         result = {
             "python": platform.python_version(),
@@ -289,7 +291,9 @@ def main() -> None:
                 *(v for k, v in result["queries"].items() if k != "store"),
             )
         )
-        print(json.dumps(result, indent=2))
+        if not quiet:
+            print(json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":

@@ -448,7 +448,7 @@ class Controller:
 
         reason: StopReason | None = None
         hit_ids: list[str] = []
-        reasons: dict[str, StopReason] = {}
+        reasons: dict[str, StopReason] | None = None
         hits: dict[str, int] = {}
         temporary: list[str] = []
         kind, node = unit.kind, unit.node
@@ -484,6 +484,8 @@ class Controller:
                 r = StopReason.WATCH
             else:
                 r = StopReason.BREAKPOINT
+            if reasons is None:
+                reasons = {}
             reasons[bp.id] = r
             if reason is None or _STRENGTH[r] > _STRENGTH[reason]:
                 reason = r
@@ -508,6 +510,7 @@ class Controller:
                     hit_ids = [bp_id for bp_id in hit_ids if bp_id not in gone]
                     for bp_id in gone:
                         hits.pop(bp_id, None)
+                    assert reasons is not None  # a temporary breakpoint was hit
                     reason = max(
                         (reasons[bp_id] for bp_id in hit_ids),
                         key=_STRENGTH.__getitem__,

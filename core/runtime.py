@@ -245,7 +245,9 @@ class RunScope:
             ``None`` accepts every edit. Defaults to the run's :attr:`check_edit`.
         :returns: the unit; call ``before`` on it next.
         """
-        unit = Unit(self, node, str(kind), next(self._counter), superstep, branch, attempt)
+        if type(kind) is not str:
+            kind = str(kind)  # a Kind member
+        unit = Unit(self, node, kind, next(self._counter), superstep, branch, attempt)
         if cause is not None:
             unit.cause = cause
         if check_edit is not _SAME:
@@ -296,6 +298,7 @@ class Unit:
     """One execution of a unit, reported by an adapter."""
 
     __slots__ = (
+        "_decide",
         "_frame",
         "_token",
         "attempt",
@@ -442,6 +445,7 @@ class Unit:
         decision: Any = None,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
         deferred: bool = False,
+        decide: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Report the ``after`` point; may block. Returns the output to commit (maybe edited).
 
@@ -454,7 +458,11 @@ class Unit:
             run nobody stops costs nothing and runs no framework or user code a second time.
         :param deferred: the framework commits the unit's writes later (at the end of its
             superstep): the state after the unit, unless the point resolved it, is the state
-            given to :meth:`RunScope.settle` (the unit is recorded then).
+            given to :meth:`RunScope.settle` (the unit is recorded then). Without recording or
+            observers, a unit nothing looked at keeps no state.
+        :param decide: instead of ``decision``: ``decide(output)`` gives it when the unit's
+            record is built (later, maybe on another thread); it must only read what the
+            framework computed (a route it cached), never run the framework's or user code.
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
         token = self._token  # self._exit(), inlined: this runs for every unit
@@ -467,6 +475,7 @@ class Unit:
         ended = _now()  # time held at an after stop is not the unit's
         run = self.run
         ctl = run.ctl
+        edited_here = False
         if not ctl.quiet:
             self.state = state
             self.decision = decision
@@ -480,17 +489,23 @@ class Unit:
                 if resolve is not None:  # resolved from the output the edit replaced
                     state = decision = None
                 output = edited
+                edited_here = True
         # Every outcome is stored, None included: reading an unset slot (record_value) raises
         # and catches an AttributeError, which costs the recorder far more than these stores.
         self.output = output
         self.state = state
         self.decision = decision
+        if decide is not None:
+            self._decide = decide
         self.status = "completed"
         self.exception = None
         self.ended_at = ended
         run.units.append(self)  # list.append is atomic: parallel branches may finish at once
         if deferred and state is None:
-            run._unsettled.append(self)  # recorded when settled
+            # settled for the record, or for the run log after an edit (the state shown at the
+            # stop was that of the output the edit replaced)
+            if ctl.on_step is not None or edited_here:
+                run._unsettled.append(self)
         elif ctl.on_step is not None:
             ctl.on_step(self)
         return output
@@ -549,12 +564,14 @@ class Unit:
         decision: Any = None,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
         deferred: bool = False,
+        decide: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Async form of :meth:`after`."""
         self._exit()
         ended = _now()
         run = self.run
         ctl = run.ctl
+        edited_here = False
         if not ctl.quiet:
             self.state = state
             self.decision = decision
@@ -570,15 +587,19 @@ class Unit:
                 if resolve is not None:
                     state = decision = None
                 output = edited
+                edited_here = True
         self.output = output
         self.state = state
         self.decision = decision
+        if decide is not None:
+            self._decide = decide
         self.status = "completed"
         self.exception = None
         self.ended_at = ended
         run.units.append(self)
         if deferred and state is None:
-            run._unsettled.append(self)
+            if ctl.on_step is not None or edited_here:
+                run._unsettled.append(self)
         elif ctl.on_step is not None:
             ctl.on_step(self)
         return output
@@ -698,7 +719,16 @@ class Unit:
 
     def resolved(self) -> tuple[Any, Any]:
         """``(state, decision)`` after the unit, as far as they are known."""
-        return getattr(self, "state", None), getattr(self, "decision", None)
+        decision = getattr(self, "decision", None)
+        if decision is None:
+            decide = getattr(self, "_decide", None)
+            if decide is not None:
+                self._decide = None
+                try:
+                    decision = self.decision = decide(self.output)
+                except Exception:  # the framework rejected the output itself
+                    decision = None
+        return getattr(self, "state", None), decision
 
     def record(self) -> StepRecord:
         """The :class:`flowdbg.StepRecord` of this unit as it is now (built on each call: an

@@ -70,15 +70,15 @@ class _NodeHook:
     # The state after a node is the engine's to compute: a task's ``details`` (its update
     # merged through the reducers, and its routes) is asked for only while a point is open and
     # someone looks. What the record keeps is the state the engine committed: each task of a
-    # superstep receives it as its input (``settle``), the run's output is the last one.
+    # superstep receives it as its input (``settle``), the run's output is the last one; and
+    # the routes the engine found for the update (``Task.routed``, a cache read).
 
     def invoke(self, state: dict[str, Any]) -> Any:
         scope = _RUN.get()
         task = _graph.CURRENT_TASK.get()
         if scope is None or task is None:
             return self.inner.invoke(state)
-        if scope.unsettled:
-            scope.settle(state, superstep=task.superstep)
+        scope.settle(state, superstep=task.superstep)  # (returns at once when nothing waits)
         unit = scope.unit(
             self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
@@ -91,18 +91,14 @@ class _NodeHook:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        out = unit.after(output=out, resolve=task.details, deferred=True)
-        if unit.decision is None:
-            unit.decision = _routes(task, out)
-        return out
+        return unit.after(output=out, resolve=task.details, deferred=True, decide=task.routed)
 
     async def ainvoke(self, state: dict[str, Any]) -> Any:
         scope = _RUN.get()
         task = _graph.CURRENT_TASK.get()
         if scope is None or task is None:
             return await self.inner.ainvoke(state)
-        if scope.unsettled:
-            scope.settle(state, superstep=task.superstep)
+        scope.settle(state, superstep=task.superstep)  # (returns at once when nothing waits)
         unit = scope.unit(
             self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
@@ -115,24 +111,12 @@ class _NodeHook:
         except BaseException as exc:
             unit.discard(exc)
             raise
-        out = await unit.aafter(output=out, resolve=task.details, deferred=True)
-        if unit.decision is None:
-            unit.decision = _routes(task, out)
-        return out
+        return await unit.aafter(
+            output=out, resolve=task.details, deferred=True, decide=task.routed
+        )
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.name!r} around {self.inner!r}>"
-
-
-def _routes(task: Any, update: Any) -> list[str] | None:
-    """The nodes ``update`` leads to, for the run log and the record. The engine routes every
-    update as soon as the node returns (``Task.route``, cached by the update's identity), so
-    asking first runs no router or reducer more often than the engine does; an update it
-    rejects has none."""
-    try:
-        return list(task.route(update))
-    except Exception:
-        return None
 
 
 class StateGraphAdapter(Adapter):

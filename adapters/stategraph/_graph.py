@@ -207,6 +207,20 @@ class Task:
         self._route = routes
         return routes
 
+    def routed(self, update: Mapping[str, Any] | None) -> list[str] | None:
+        """The nodes :meth:`route` found for ``update``, if it was asked; computes nothing (so
+        it runs no reducer or router and may be asked from any thread once the task is done).
+
+        :returns: a new list of the successor names, or ``None`` when ``update`` was not routed.
+        """
+        if self._route is not None:
+            if self._route_for is update:
+                return list(self._route)
+            for cached_update, cached in self._older or ():
+                if cached_update is update:
+                    return list(cached)
+        return None
+
     def details(self, update: Mapping[str, Any] | None) -> tuple[Any, Any]:
         """``(preview(update), list(route(update)))``, or ``(None, None)`` for an update the
         engine will reject itself (observers call this; it never raises)."""

@@ -570,14 +570,18 @@ class Controller:
             )
             if resolve is not None and not publish:
                 return stop
-            stop._published = True
-            self._stops[stop.id] = stop
-            if self._selected is None:
-                self._selected = stop.id
-            self._refresh()
-            self._notify()
+            self._open(stop)
         self.hooks.on_stop(stop=stop)
         return stop
+
+    def _open(self, stop: Stop) -> None:
+        """Hold ``stop`` among the open stops (lock held)."""
+        stop._published = True
+        self._stops[stop.id] = stop
+        if self._selected is None:
+            self._selected = stop.id
+        self._refresh()
+        self._notify()
 
     def _watched(self, unit: Unit) -> bool:
         """Whether a watch may stop after ``unit``."""
@@ -631,12 +635,7 @@ class Controller:
                 stop._action = Action.TERMINATE  # terminate() came first: do not hold
                 stop._event.set()
                 return
-            stop._published = True
-            self._stops[stop.id] = stop
-            if self._selected is None:
-                self._selected = stop.id
-            self._refresh()
-            self._notify()
+            self._open(stop)
         self.hooks.on_stop(stop=stop)
 
     def _go_on(self, stop: Stop, action: Action) -> Any:

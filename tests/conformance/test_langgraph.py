@@ -121,17 +121,7 @@ class LangGraphFixtures(AdapterFixtures):
         # the reducer is named in the state's annotations, which LangGraph resolves in this
         # module: a module-level function noting its calls in the list of the scenario built last
         effects = _NOTED[0] = []
-        g = StateGraph(Noted)
-        g.add_node("fan", lambda s: {})
-        g.add_node("p1", lambda s: {"items": ["p1"]})
-        g.add_node("p2", lambda s: {"items": ["p2"]})
-        g.add_node("join", lambda s: {"total": len(s["items"])})
-        g.add_edge(START, "fan")
-        g.add_edge("fan", "p1")
-        g.add_edge("fan", "p2")
-        g.add_edge(["p1", "p2"], "join")
-        g.add_edge("join", END)
-        return _scenario(g.compile(name="parallel"), {"items": []}, effects=effects)
+        return _scenario(lg.parallel(Noted), {"items": []}, effects=effects)
 
     def build_nested(self) -> Scenario:
         inner = StateGraph(Inner)

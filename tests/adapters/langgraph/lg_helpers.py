@@ -148,9 +148,10 @@ def branch() -> Any:
     return g.compile(name="branch")
 
 
-def parallel() -> Any:
-    """fan, then p1 and p2 in one superstep appending to ``items``, then join."""
-    g = StateGraph(Parallel)
+def parallel(state: Any = Parallel) -> Any:
+    """fan, then p1 and p2 in one superstep appending to ``items``, then join. ``state``: the
+    schema (``items`` with a list-appending reducer, ``total``)."""
+    g = StateGraph(state)
     g.add_node("fan", lambda s: {})
     g.add_node("p1", lambda s: {"items": ["p1"]})
     g.add_node("p2", lambda s: {"items": ["p2"]})

@@ -27,7 +27,7 @@ from flowdbg.events import ErrorInfo, Event, Kind, Location, Position, RunInfo, 
 from flowdbg.plugins import hookimpl
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.runlog import NodeStats, RunLog, format_duration
-from flowdbg.runtime import RunScope, Unit
+from flowdbg.runtime import Frame, RunScope, Unit
 from flowdbg.stops import Status, Stop, StopReason
 
 __version__ = "0.1.0.dev0"
@@ -50,6 +50,7 @@ __all__ = [
     "Event",
     "ExpressionError",
     "FlowdbgError",
+    "Frame",
     "Kind",
     "Location",
     "NodeStats",

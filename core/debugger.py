@@ -831,7 +831,7 @@ def _running_units(scope: RunScope, finished: list[Unit]) -> list[Unit]:
             unit = unit.run.parent_unit if unit.run.is_frame else None
 
     for stop in scope.ctl.stops:
-        add(stop._unit)
+        add(stop.unit)
     for unit in finished:
         if unit.run.is_frame:
             add(unit.run.parent_unit)

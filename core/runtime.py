@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from flowdbg.errors import Terminated
 from flowdbg.events import ErrorInfo, Location, Position, RunInfo, RunStatus
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from flowdbg.controller import Controller
     from flowdbg.records import StepRecord
 
-__all__ = ["RunScope", "Unit", "current_unit"]
+__all__ = ["Frame", "RunScope", "Unit", "current_unit"]
 
 _CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
     "flowdbg_current_unit", default=None
@@ -72,7 +72,6 @@ class RunScope:
         "_counter",
         "_ended",
         "_failed",
-        "_is_frame",
         "_path",
         "_root",
         "_unsettled",
@@ -87,14 +86,10 @@ class RunScope:
         "units",
     )
 
-    def __init__(
-        self,
-        ctl: Controller,
-        info: RunInfo,
-        parent_unit: Unit | None,
-        *,
-        frame_of: RunScope | None = None,
-    ) -> None:
+    #: whether this is a :class:`Frame` (the calls inside a unit), not a run of its own
+    is_frame: ClassVar[bool] = False
+
+    def __init__(self, ctl: Controller, info: RunInfo, parent_unit: Unit | None) -> None:
         self.ctl = ctl
         self.info = info
         self.parent_unit = parent_unit
@@ -102,27 +97,18 @@ class RunScope:
         self.terminated = False
         self.entered = False
         self._ended = False
-        self._is_frame = frame_of is not None
         #: the run's default for :attr:`Unit.check_edit` (units opened after it is set take it)
         self.check_edit: Callable[[Unit, str, Any], None] | None = None
         #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
         self.adapter_data: Any = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
-        if frame_of is None:
-            self._counter = itertools.count(1)
-            self._path = info.path
-            #: finished units, in finishing order (the run log reads them)
-            self.units: list[Unit] = []
-            #: finished units whose state after is not known yet (see :meth:`settle`)
-            self._unsettled: collections.deque[Unit] = collections.deque()
-        else:  # a frame inside a unit of the same run: same run id, step counter and units
-            assert parent_unit is not None
-            self._counter = frame_of._counter
-            self._path = (*parent_unit.run._path, parent_unit.node)
-            self.units = frame_of.units
-            self.children = frame_of.children
-            self._unsettled = frame_of._unsettled
+        self._counter = itertools.count(1)
+        self._path = info.path
+        #: finished units, in finishing order (the run log reads them)
+        self.units: list[Unit] = []
+        #: finished units whose state after is not known yet (see :meth:`settle`)
+        self._unsettled: collections.deque[Unit] = collections.deque()
         #: units of this run tree that ended with an exception (top-level runs only; see
         #: Controller.end_run, which lets go of the exceptions once the run ended)
         self._failed: list[Unit] | None = [] if parent_unit is None else None
@@ -214,11 +200,6 @@ class RunScope:
         """Names of the units enclosing this scope's units, from the root run down."""
         return self._path
 
-    @property
-    def is_frame(self) -> bool:
-        """Whether this scope is a frame inside a unit of the same run (see :meth:`Unit.frame`)."""
-        return self._is_frame
-
     def unit(
         self,
         node: str,
@@ -264,7 +245,7 @@ class RunScope:
             ``interrupt()``); with no ``error`` its status is then ``suspended``, not
             ``completed``.
         """
-        if self._ended or self._is_frame:
+        if self._ended or self.is_frame:
             return
         self._ended = True
         self.adapter_data = None
@@ -292,6 +273,25 @@ class RunScope:
 
     def __repr__(self) -> str:
         return f"<RunScope {self.info.framework}:{self.info.name} {self.run_id}>"
+
+
+class Frame(RunScope):
+    """The calls a unit makes within its run (the tool and model calls of a node): units opened
+    here get the unit's name appended to their ``path``, so they sit one level deeper for
+    stepping, and share the run's id, step counter, units and child runs. A frame is no run of
+    its own: :meth:`end` does nothing."""
+
+    __slots__ = ()
+    is_frame = True
+
+    def __init__(self, unit: Unit) -> None:
+        run = unit.run
+        super().__init__(run.ctl, run.info, unit)
+        self._counter = run._counter
+        self._path = (*run._path, unit.node)
+        self.units = run.units
+        self.children = run.children
+        self._unsettled = run._unsettled
 
 
 class Unit:
@@ -367,13 +367,12 @@ class Unit:
         """Nesting depth of the unit (0 in a top-level run)."""
         return len(self.run._path)
 
-    def frame(self) -> RunScope:
-        """A scope for units nested inside this one within the same run (the tool and model
-        calls a node makes): they get this unit's name appended to their ``path``, so they sit
-        one level deeper for stepping, and share the run's id and step counter."""
+    def frame(self) -> Frame:
+        """The :class:`Frame` for units nested inside this one within the same run (the tool
+        and model calls a node makes)."""
         frame = self._frame
         if frame is None:
-            frame = self._frame = RunScope(self.run.ctl, self.run.info, self, frame_of=self.run)
+            frame = self._frame = Frame(self)
         return frame
 
     def location(self, position: str) -> Location:

@@ -83,6 +83,11 @@ class Stop:
     resumed_at: float | None = field(default=None, repr=False)
 
     @property
+    def unit(self) -> Unit | None:
+        """The unit held at this stop (what an adapter reported), or ``None``."""
+        return self._unit
+
+    @property
     def error(self) -> ErrorInfo | None:
         """The exception at an ``error`` stop, as type, message and traceback text."""
         return None if self.exception is None else ErrorInfo.from_exception(self.exception)

@@ -27,6 +27,7 @@ from flowdbg.records import RunRecord, StepRecord
 if TYPE_CHECKING:
     from flowdbg.events import RunInfo
     from flowdbg.runtime import Unit
+    from flowdbg.stops import Stop
     from flowdbg.store import Store
 
 __all__ = ["Recorder", "run_record", "step_record"]
@@ -144,6 +145,16 @@ class Recorder:
                 )
             return
         self._put("step", unit)
+
+    @hookimpl
+    def flowdbg_on_stop(self, stop: Stop) -> None:
+        # A unit held at a stop is recorded as running now, not only once it finishes: the
+        # record shows where the run is held (runs show during the stop), and a kill -9 while
+        # held keeps the step. Its finished record replaces this one.
+        unit = stop.unit
+        if unit is not None and unit.status == "running":
+            self._put("step", unit)
+            self._wake.set()
 
     @hookimpl
     def flowdbg_on_run_end(self, run: RunInfo) -> None:

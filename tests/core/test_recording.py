@@ -180,3 +180,31 @@ def test_not_a_flowdbg_database_is_refused_at_once(tmp_path: Path) -> None:
     with pytest.raises(flowdbg.FlowdbgError, match=r"notes\.db"):
         flowdbg.Debugger(db=bad)
     assert bad.read_bytes().startswith(b"this is not sqlite")
+
+
+def test_a_step_held_at_a_stop_is_recorded_as_running(tmp_path: Path) -> None:
+    g = StateGraph(name="held")
+    g.add_node("a", lambda s: {"x": s["x"] + 1})
+    g.add_node("b", lambda s: {"x": s["x"] * 10})
+    g.set_entry_point("a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "__end__")
+    with flowdbg.Debugger(db=tmp_path / "held.db") as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_before("b")
+        run = dbg.start(app.invoke, {"x": 1})
+        assert dbg.wait_for_stop(T) is not None
+        assert dbg.flush(T) and dbg.store is not None
+        (held,) = dbg.store.list_runs()
+        steps = dbg.store.get_steps(held.run_id)
+        assert [(s.node, s.status) for s in steps] == [("a", "completed"), ("b", "running")]
+        assert held.step_count == 2
+        dbg.resume()
+        assert run.result(T) == {"x": 20}
+        assert dbg.flush(T)
+        steps = dbg.store.get_steps(held.run_id)
+        assert [(s.node, s.status, s.output) for s in steps] == [
+            ("a", "completed", {"x": 2}),
+            ("b", "completed", {"x": 20}),
+        ]
+        assert dbg.store.get_run(held.run_id).step_count == 2  # replaced, not counted twice

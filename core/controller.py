@@ -431,6 +431,8 @@ class Controller:
         root = unit.run.root
         if root.terminated:
             raise Terminated()
+        if root.released:  # its target was detached: it goes on undebugged
+            return None
         if resolve is not None:
             if state is not None:
                 resolve = None
@@ -753,6 +755,30 @@ class Controller:
             except StopNotFound:
                 pass
         return resumed
+
+    def release(self, which: Callable[[RunScope], bool]) -> list[Stop]:
+        """Let the top-level runs ``which`` accepts go on undebugged: their open stops resume,
+        their pending steps are dropped, and their points no longer stop.
+
+        :returns: the stops that were open.
+        """
+        with self._lock:
+            roots = [scope for scope in self._roots.values() if which(scope)]
+            for scope in roots:
+                scope.released = True
+                self._steps.pop(scope.run_id, None)
+            held = [
+                stop
+                for stop in self._stops.values()
+                if stop.unit is not None and stop.unit.run.root in roots
+            ]
+            self._refresh()
+        for stop in held:
+            try:
+                self.resume(stop.id, Action.CONTINUE)
+            except StopNotFound:
+                pass
+        return held
 
     def pause(self) -> None:
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect as _inspect
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +34,8 @@ from flowdbg.stops import Action, Status, Stop
 if TYPE_CHECKING:
     from flowdbg.runlog import RunLog
     from flowdbg.store import Store
+
+log = logging.getLogger("flowdbg")
 
 __all__ = ["Debugger", "RunHandle"]
 
@@ -331,16 +334,29 @@ class Debugger:
         return list(self._installed)
 
     def detach(self, target: Any | None = None) -> None:
-        """Restore ``target`` exactly as it was before :meth:`attach` (all targets if None)."""
+        """Restore ``target`` exactly as it was before :meth:`attach` (all targets if None).
+
+        Runs of it that are held at a stop, or still running, go on undebugged: their stops
+        resume and no point of theirs stops again (a warning names the stops let go).
+        """
         with LOCK:
             if target is None:
                 for obj, adapter in list(self._attached.values()):
                     adapter.detach(obj)
                 self._attached.clear()
-                return
-            entry = self._attached.pop(id(target), None)
-            if entry is not None:
-                entry[1].detach(entry[0])
+            else:
+                entry = self._attached.pop(id(target), None)
+                if entry is not None:
+                    entry[1].detach(entry[0])
+        held = self._ctl.release(lambda scope: target is None or scope.target is target)
+        if held:
+            what = "every target" if target is None else f"{type(target).__name__} {target!r:.60}"
+            log.warning(
+                "detached %s while %d of its runs' branches were held (%s): they go on undebugged",
+                what,
+                len(held),
+                ", ".join(stop.id for stop in held),
+            )
 
     @property
     def attached(self) -> list[Any]:
@@ -360,6 +376,7 @@ class Debugger:
         name: str,
         input: Any = None,
         parent: Unit | None = _AUTO,
+        target: Any = None,
     ) -> RunScope:
         """Start reporting a run (for adapters).
 
@@ -368,10 +385,13 @@ class Debugger:
         :param input: the run's input.
         :param parent: the enclosing unit; by default the unit executing in this context, so
             a graph run inside a node of another attached graph becomes its child run.
+        :param target: the attached object that runs (``detach(target)`` lets its held runs go).
         """
         if parent is _AUTO:
             parent = current_unit()
-        return self._ctl.begin_run(framework=framework, name=name, input=input, parent=parent)
+        scope = self._ctl.begin_run(framework=framework, name=name, input=input, parent=parent)
+        scope.target = target
+        return scope
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an

@@ -82,6 +82,8 @@ class RunScope:
         "entered",
         "info",
         "parent_unit",
+        "released",
+        "target",
         "terminated",
         "units",
     )
@@ -95,6 +97,10 @@ class RunScope:
         self.parent_unit = parent_unit
         self._root: RunScope | None = None if parent_unit is None else parent_unit.run.root
         self.terminated = False
+        #: detached while running: its points no longer stop (see Debugger.detach)
+        self.released = False
+        #: what the adapter attached that runs here (see Debugger.begin_run)
+        self.target: Any = None
         self.entered = False
         self._ended = False
         #: the run's default for :attr:`Unit.check_edit` (units opened after it is set take it)
@@ -248,7 +254,7 @@ class RunScope:
         if self._ended or self.is_frame:
             return
         self._ended = True
-        self.adapter_data = None
+        self.adapter_data = self.target = None  # the history keeps neither
         if self._unsettled:  # what the framework never committed keeps the state before it
             self.settle(None)
         self.ctl.end_run(self, output=output, error=error, suspended=suspended)

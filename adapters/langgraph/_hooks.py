@@ -573,7 +573,7 @@ class GraphRun:
         name = str(getattr(graph, "name", None) or type(graph).__name__)
         if name == "LangGraph" and info.calls.tasks:  # an @entrypoint LangGraph left unnamed:
             name = next(iter(graph.nodes), name)  # its function's name says more
-        scope = info.debugger.begin_run(framework="langgraph", name=name, input=input)
+        scope = info.debugger.begin_run(framework="langgraph", name=name, input=input, target=graph)
         scope.check_edit = _edit_checker(name, info.state_keys)
         configurable = config.get("configurable") if isinstance(config, dict) else None
         thread = configurable.get("thread_id") if isinstance(configurable, dict) else None

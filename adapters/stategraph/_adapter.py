@@ -221,7 +221,9 @@ class _Reporter:
     # -- runs --
 
     def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        with self._dbg.begin_run(framework="stategraph", name=graph.name, input=state) as scope:
+        with self._dbg.begin_run(
+            framework="stategraph", name=graph.name, input=state, target=graph
+        ) as scope:
             token = _RUN.set(scope)
             calls = _graph.CALL_INTERCEPTOR.set(self)
             try:
@@ -235,7 +237,7 @@ class _Reporter:
 
     async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
         async with self._dbg.begin_run(
-            framework="stategraph", name=graph.name, input=state
+            framework="stategraph", name=graph.name, input=state, target=graph
         ) as scope:
             token = _RUN.set(scope)
             calls = _graph.CALL_INTERCEPTOR.set(self)

@@ -152,6 +152,24 @@ class AbstractTransparencyTests(SuiteBase):
         dbg.resume()
         assert self.finish(run, scn) == dict(EXPECTED["linear"])
 
+    def test_detach_while_held_lets_the_run_go_on(
+        self, dbg: flowdbg.Debugger, mode: str, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """Detaching a target whose run is held releases it: the run goes on undebugged and
+        ends as without the debugger; a warning says which stops were let go."""
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "b")
+        with caplog.at_level("WARNING", logger="flowdbg"):
+            dbg.detach(scn.target)
+        self.wait_no_stop(dbg)  # and c does not stop either
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+        assert not stop.is_open and dbg.stops == []
+        assert f"({stop.id})" in caplog.text and "go on undebugged" in caplog.text
+
     def test_attaching_twice_reports_each_point_once(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
         self.attach(dbg, scn)

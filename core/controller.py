@@ -180,6 +180,8 @@ class Controller:
         self._finished_any = False
         self._last_end_terminated = False
         self._async_waiters: list[Callable[[], None]] = []
+        #: units between their before point and their after or error point (not held there)
+        self.running: set[Unit] = set()
         self._sync_waiters = 0  # threads in _wait(): _notify() is skipped when there are none
         self._warned: set[str] = set()
         self.observe_events = False
@@ -788,7 +790,8 @@ class Controller:
     def terminate(self) -> list[str]:
         with self._lock:
             ids = list(self._roots)
-            for scope in self._roots.values():
+            roots = list(self._roots.values())
+            for scope in roots:
                 scope.terminated = True
             self._steps.clear()
             self._pause = False
@@ -799,7 +802,19 @@ class Controller:
                 self.resume(stop.id, Action.TERMINATE)
             except StopNotFound:
                 pass
+        on_step = self.on_step
+        if on_step is not None:
+            # what is running now is recorded as running: should one of them never return
+            # (a sync call nothing can interrupt), the record names it
+            for unit in self.running_units(roots):
+                on_step(unit)
         return ids
+
+    def running_units(self, roots: list[RunScope] | None = None) -> list[Unit]:
+        """The units running now (of ``roots``' runs), longest running first."""
+        units = [u for u in list(self.running) if roots is None or u.run.root in roots]
+        units.sort(key=lambda u: u.record_value("started_at") or 0.0)
+        return units
 
     # ---------------------------------------------------------------- waiting
 

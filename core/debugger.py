@@ -7,6 +7,7 @@ import inspect as _inspect
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -111,11 +112,7 @@ class RunHandle:
             ``dbg.stops``).
         """
         if not self._done.wait(timeout):
-            stops = ", ".join(s.id for s in self.debugger.stops) or "none"
-            raise TimeoutError(
-                f"the run did not finish within {timeout} s (open stops: {stops}); "
-                "resume it with dbg.resume() or end it with dbg.terminate()"
-            )
+            raise TimeoutError(self._why_not_done(timeout))
         if self._exc is not None:
             raise self._exc
         return self._value
@@ -123,8 +120,29 @@ class RunHandle:
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The exception the callable raised, or ``None`` (waits like :meth:`result`)."""
         if not self._done.wait(timeout):
-            raise TimeoutError(f"the run did not finish within {timeout} s")
+            raise TimeoutError(self._why_not_done(timeout))
         return self._exc
+
+    def _why_not_done(self, timeout: float | None) -> str:
+        ctl = self.debugger._ctl
+        scope = next((r for r in ctl.active_runs if r.run_id == self.run_id), None)
+        if scope is not None and scope.terminated:
+            running = ctl.running_units([scope])
+            if running:
+                now = time.time()
+                names = ", ".join(
+                    f"{u.node!r} (step {u.step}, {now - u.record_value('started_at'):.1f} s)"
+                    for u in running
+                )
+                return (
+                    f"the run was terminated, but {names} is still running and cannot be "
+                    "interrupted there; the run ends when it returns"
+                )
+        stops = ", ".join(s.id for s in self.debugger.stops) or "none"
+        return (
+            f"the run did not finish within {timeout} s (open stops: {stops}); resume it with "
+            "dbg.resume() or end it with dbg.terminate()"
+        )
 
     def __repr__(self) -> str:
         state = "done" if self.done() else "running"
@@ -686,12 +704,24 @@ class Debugger:
     def status(self) -> Status:
         """The debugger's state (idle, running, stopped, terminated), open stops and runs."""
         sel = self._ctl.selected
+        now = time.time()
         return Status(
             state=self._ctl.state_name(),
             stops=self._ctl.stops,
             selected=None if sel is None else sel.id,
             runs=[r.run_id for r in self._ctl.active_runs],
             attached=[type(t).__name__ for t in self.attached],
+            running=[
+                {
+                    "run_id": unit.run.run_id,
+                    "node": unit.node,
+                    "kind": unit.kind,
+                    "step": unit.step,
+                    "path": list(unit.run.path),
+                    "seconds": round(now - (unit.record_value("started_at") or now), 3),
+                }
+                for unit in self._ctl.running_units()
+            ],
         )
 
     @property

@@ -440,6 +440,7 @@ class Unit:
         self.started_at = _now()  # time held at a before stop is not the unit's
         self.input = input
         self._token = _CURRENT_UNIT.set(self)
+        ctl.running.add(self)
         return input
 
     def after(
@@ -470,16 +471,17 @@ class Unit:
             framework computed (a route it cached), never run the framework's or user code.
         :raises flowdbg.Terminated: when the debugger terminates the run.
         """
+        run = self.run
+        ctl = run.ctl
         token = self._token  # self._exit(), inlined: this runs for every unit
         if token is not None:
             self._token = None
+            ctl.running.discard(self)
             try:
                 _CURRENT_UNIT.reset(token)
             except ValueError:
                 _restore(token)
         ended = _now()  # time held at an after stop is not the unit's
-        run = self.run
-        ctl = run.ctl
         edited_here = False
         if not ctl.quiet:
             self.state = state
@@ -559,6 +561,7 @@ class Unit:
         self.started_at = _now()
         self.input = input
         self._token = _CURRENT_UNIT.set(self)
+        ctl.running.add(self)
         return input
 
     async def aafter(
@@ -764,6 +767,7 @@ class Unit:
         token = self._token
         if token is not None:
             self._token = None
+            self.run.ctl.running.discard(self)
             try:
                 _CURRENT_UNIT.reset(token)
             except ValueError:

@@ -454,6 +454,17 @@ class Stop(_Shape):
     edited: bool
 
 
+class RunningUnit(_Shape):
+    """A unit between its before point and its after or error point."""
+
+    run_id: str
+    node: str
+    kind: Kind
+    step: StepNumber
+    path: list[str]
+    seconds: Seconds = Field(description="since its before point")
+
+
 class DebuggerStatus(_Shape):
     """The debugger's state, its open stops and its runs."""
 
@@ -462,6 +473,9 @@ class DebuggerStatus(_Shape):
     selected: str | None = Field(description="the id of the selected stop")
     runs: list[str] = Field(description="the ids of the active runs")
     attached: list[str]
+    running: list[RunningUnit] = Field(
+        description="units running now (not held at a stop), longest running first"
+    )
 
 
 class BreakpointInfo(_Shape):

@@ -204,6 +204,9 @@ class Status:
     selected: str | None
     runs: list[str]
     attached: list[str]
+    #: units running now (not held at a stop), longest running first: ``run_id``, ``node``,
+    #: ``kind``, ``step``, ``path`` and ``seconds`` since their before point
+    running: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serializable dict."""
@@ -213,4 +216,5 @@ class Status:
             "selected": self.selected,
             "runs": list(self.runs),
             "attached": list(self.attached),
+            "running": [dict(unit) for unit in self.running],
         }

@@ -1318,3 +1318,51 @@ def test_async_state_providers_are_awaited_only_where_a_stop_may_look(backend: s
     finally:
         dbg.close()
     assert awaited == ["held", "after"]
+
+
+# ------------------------------------------------------------ what is running, and terminate
+
+
+def test_a_unit_that_cannot_be_interrupted_is_named_and_recorded(tmp_path: Any) -> None:
+    dbg = flowdbg.Debugger(db=tmp_path / "hung.db")
+    started, release = threading.Event(), threading.Event()
+
+    def play() -> None:
+        with dbg.begin_run(framework="test", name="t", input=None) as scope:
+            through(scope, "fast", state={})
+            unit = scope.unit("boom")
+            unit.before(state={})
+            started.set()
+            gate_wait(release)  # a sync call nothing can interrupt
+            unit.after(output=None)  # raises Terminated: the run was terminated meanwhile
+            scope.end(output=None)
+
+    try:
+        handle = dbg.start(play)
+        assert started.wait(T)
+        (running,) = dbg.status().running
+        assert (running["node"], running["step"], running["kind"]) == ("boom", 2, "node")
+        assert running["seconds"] >= 0
+        assert dbg.terminate() == [handle.run_id]
+        with pytest.raises(TimeoutError, match=r"terminated, but 'boom' \(step 2, .*is still"):
+            handle.result(0.05)
+        assert dbg.flush(T) and dbg.store is not None
+        steps = dbg.store.get_steps(handle.run_id or "")
+        assert [(s.node, s.status) for s in steps] == [("fast", "completed"), ("boom", "running")]
+        release.set()
+        assert isinstance(handle.exception(T), flowdbg.Terminated)
+        assert dbg.status().running == []
+        assert dbg.flush(T)
+        assert dbg.store.get_steps(handle.run_id or "")[1].status == "terminated"
+    finally:
+        release.set()
+        dbg.close()
+
+
+def test_a_unit_held_at_a_stop_is_not_running(dbg: flowdbg.Debugger) -> None:
+    dbg.break_after("a")
+    handle = dbg.start(run_of(dbg, "a"))
+    assert dbg.wait_for_stop(T) is not None
+    assert dbg.status().running == []  # held, not running
+    dbg.resume()
+    handle.result(T)

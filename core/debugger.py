@@ -25,7 +25,7 @@ from flowdbg.errors import (
     NotStoppedError,
     PathError,
 )
-from flowdbg.events import Kind, Position, RunInfo
+from flowdbg.events import Event, Kind, Position, RunInfo
 from flowdbg.patching import LOCK
 from flowdbg.plugins import Hooks, make_plugin_manager
 from flowdbg.recorder import Recorder, run_record, step_record
@@ -767,6 +767,28 @@ class Debugger:
         """Delete the key or element at ``path`` (applied like :meth:`set`)."""
         s = self._ctl.get_stop(stop)
         s._edit(lambda root: delete_path(root, path))
+
+    def evaluate(self, expression: str, *, stop: str | None = None) -> Any:
+        """Evaluate a Python expression at the selected stop, in the sandbox conditions use
+        (no imports, no dunder access, whitelisted functions such as ``len``): the names are
+        those of a condition (``state``, ``input``, ``output``, ``args``, ``error``, ``node``,
+        ``step``...) and the state's own top-level keys, so ``len(messages)`` works.
+
+        :raises NotStoppedError: when nothing is stopped.
+        :raises ExpressionError: when the expression is malformed, uses what the sandbox
+            refuses, or fails (the message says why).
+        """
+        from flowdbg._expr import compile_expression
+        from flowdbg.breakpoints import condition_names
+
+        s = self._ctl.get_stop(stop)
+        event = Event(s.location, s.state, s.input, s.output, s.exception, s.decision)
+        names = condition_names(event, hits=0, value=None)
+        if isinstance(s.state, Mapping):
+            for key, value in s.state.items():
+                if isinstance(key, str) and key.isidentifier() and key not in names:
+                    names[key] = value
+        return compile_expression(expression, allowed_names=names).evaluate(names)
 
     def summary(self, *, stop: str | None = None) -> list[KeySummary]:
         """One row per top-level state key at the stop: key, type, size and a short preview."""

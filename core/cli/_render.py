@@ -107,12 +107,27 @@ _BUILTIN_TYPES = (dict, list, tuple, set, frozenset, str, bytes, int, float, boo
 def pretty(value: Any, width: int = 100) -> str:
     """A value pretty-printed over several lines (plain containers, framework objects as
     their fields)."""
-    if value is None or type(value) in _BUILTIN_TYPES:
+    if _plain_data(value):  # kept as it is: a tuple prints as a tuple
         return pprint.pformat(value, width=width, sort_dicts=False)
+    # framework objects, also inside containers, print as their fields: a list of messages
+    # prints like one message does
     plain = to_plain(value)
     if isinstance(plain, str) and not isinstance(value, str):
         return plain
     return pprint.pformat(plain, width=width, sort_dicts=False)
+
+
+def _plain_data(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` holds builtin values only (looked at a few levels deep)."""
+    if value is None or isinstance(value, (str, int, float, bool, bytes)):
+        return True
+    if depth > 4 or type(value) not in _BUILTIN_TYPES:
+        return False
+    if isinstance(value, dict):
+        items: Any = [*value.keys(), *value.values()]
+    else:
+        items = value
+    return all(_plain_data(item, depth + 1) for item in list(items)[:200])
 
 
 def as_json_text(value: Any) -> str:

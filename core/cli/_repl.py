@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import json
 import os
+import re
 import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,8 +21,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from flowdbg._paths import parse_path
 from flowdbg._values import short_repr
-from flowdbg.errors import FlowdbgError, NotStoppedError
+from flowdbg.errors import ExpressionError, FlowdbgError, NotStoppedError, PathError
 from flowdbg.events import Position
 
 from ._render import (
@@ -245,8 +247,22 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "disable": ("disable N ...", "keep breakpoints bp-N but stop them from stopping"),
     "enable": ("enable N ...", "make breakpoints bp-N stop again"),
     "print": (
-        "p(rint) [input:|output:|error:][PATH]",
-        "the value at PATH (messages[-1].content) in the state or the unit's input...",
+        "p(rint) [input:|output:|error:][PATH] | EXPR",
+        "the value at PATH (messages[-1].content) in the state or the unit's input..., or "
+        "a sandboxed expression (len(messages), state['x'] + 1)",
+    ),
+    "display": (
+        "display [PATH | EXPR]",
+        "show PATH or EXPR at every stop from now on; alone: list what is displayed",
+    ),
+    "undisplay": ("undisplay [N ...]", "stop displaying N (everything without an argument)"),
+    "watch": (
+        "watch PATH [if EXPR]",
+        "stop after a unit that changed PATH of the state (EXPR may use value)",
+    ),
+    "logpoint": (
+        "logpoint NODE TEMPLATE",
+        "log TEMPLATE ({state[x]}, {node}) when NODE is reached, without stopping",
     ),
     "set": ("set PATH = VALUE", "edit the state (JSON or a Python literal); applied on resume"),
     "del": ("del PATH", "delete the key or element at PATH; applied on resume"),
@@ -261,6 +277,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 _SOURCES = ("state", "input", "output", "error")
+#: what a path is written with (keys, indexes, quotes): text of these only is read as a path
+_PATH_CHARACTERS = re.compile(r"^[\w.\[\]'\"-]*$")
 
 _ALIASES = {
     "c": "continue",
@@ -309,6 +327,8 @@ class Session:
         self.nodes = node_names(self.description)
         self.source: LineSource = source or stdin_source(out, self.complete)
         self._shown: set[str] = set()
+        #: what ``display`` shows at every stop, in order
+        self._displays: list[str] = []
         self._last = ""
         self._completions: list[str] = []
 
@@ -446,6 +466,12 @@ class Session:
             rows = []
         if rows and not (len(rows) == 1 and rows[0].key == "." and stop.state is None):
             self.out.show(state_table(rows))
+        for number, what in enumerate(self._displays, 1):
+            try:
+                shown = short_repr(self._value_of(what, stop.id), 100)
+            except FlowdbgError as exc:
+                shown = f"<{exc}>"
+            self.out.line(f"  {number}: {what} = {shown}")
         others = [s for s in self.dbg.stops if s.id != stop.id]
         if others:
             listed = ", ".join(
@@ -567,13 +593,70 @@ class Session:
 
     # -- state --
 
+    def _value_of(self, what: str, stop: str | None = None) -> Any:
+        """A path (``source:path`` picks input, output or error) or, when ``what`` is no path,
+        a sandboxed expression, at the stop."""
+        source, sep, rest = what.partition(":")
+        if sep and source.strip() in _SOURCES and "[" not in source:
+            return self.dbg.inspect(rest.strip(), source=source.strip(), stop=stop)
+        try:
+            parse_path(what.strip())
+        except PathError:
+            if _PATH_CHARACTERS.match(what.strip()):
+                raise  # a malformed path (x[), not an expression
+            return self.dbg.evaluate(what, stop=stop)
+        try:
+            return self.dbg.inspect(what.strip(), stop=stop)
+        except PathError as missing:
+            try:  # a name of the stop (node, step, input...) rather than of the state
+                return self.dbg.evaluate(what, stop=stop)
+            except ExpressionError:
+                raise missing from None
+
     def do_print(self, arg: str) -> None:
-        source, sep, rest = arg.partition(":")
-        if sep and source.strip() in _SOURCES:
-            value = self.dbg.inspect(rest.strip(), source=source.strip())
-        else:
-            value = self.dbg.inspect(arg)
-        self.out.block(pretty(value))
+        self.out.block(pretty(self._value_of(arg)))
+
+    def do_display(self, arg: str) -> None:
+        what = arg.strip()
+        if not what:
+            if not self._displays:
+                self.out.line("nothing is displayed; display PATH shows PATH at every stop")
+            for number, shown in enumerate(self._displays, 1):
+                self.out.line(f"{number}: {shown}")
+            return
+        value = self._value_of(what)  # a bad path or expression is refused now, not later
+        self._displays.append(what)
+        self.out.line(f"{len(self._displays)}: {what} = {short_repr(value, 100)}")
+
+    def do_undisplay(self, arg: str) -> None:
+        if not arg.strip():
+            self._displays.clear()
+            self.out.line("nothing is displayed now")
+            return
+        numbers = []
+        for word in arg.split():
+            if not word.isdigit() or not 1 <= int(word) <= len(self._displays):
+                raise ValueError(
+                    f"no display {word!r}; display lists them (1..{len(self._displays)})"
+                )
+            numbers.append(int(word))
+        for number in sorted(set(numbers), reverse=True):
+            del self._displays[number - 1]
+        self.out.line(f"{len(self._displays)} displayed")
+
+    def do_watch(self, arg: str) -> None:
+        path, sep, condition = arg.partition(" if ")
+        if not path.strip():
+            raise ValueError("usage: watch PATH [if EXPR], e.g. watch count if value > 3")
+        bp = self.dbg.watch(path.strip(), condition=condition.strip() if sep else None)
+        self.out.line(f"set {bp.describe()}")
+
+    def do_logpoint(self, arg: str) -> None:
+        node, _, template = arg.strip().partition(" ")
+        if not node or not template.strip():
+            raise ValueError("usage: logpoint NODE TEMPLATE, e.g. logpoint b x is {state[x]}")
+        bp = self.dbg.logpoint(node, template.strip())
+        self.out.line(f"set {bp.describe()}")
 
     def do_set(self, arg: str) -> None:
         path, sep, raw = arg.partition("=")

@@ -79,7 +79,7 @@ def test_completion_of_commands_nodes_keys_and_ids(graphs_module: Any) -> None:
         out, _ = make_out()
         session = Session(dbg, out, description=dbg.describe(target), source=EchoSource([], out))
         assert completions(session, "con") == ["continue "]
-        assert completions(session, "d") == ["del ", "diff ", "disable "]
+        assert completions(session, "d") == ["del ", "diff ", "disable ", "display "]
         assert completions(session, "b cl") == ["classify "]
         assert completions(session, "tbreak ") == ["classify ", "refund ", "answer "]
         assert completions(session, "p ") == ["ticket", "intent", "confidence"]

@@ -1,0 +1,64 @@
+"""The terminal debugger's p with expressions, display, watch and logpoint commands."""
+
+from __future__ import annotations
+
+import re
+
+from cli_helpers import Cli
+
+
+def _run(cli: Cli, commands: str, *args: str) -> str:
+    return cli(
+        "run",
+        "graphs.py:app",
+        "-b",
+        "beta",
+        "--input",
+        '{"x": 1}',
+        "--no-record",
+        *args,
+        input=commands,
+    ).stdout
+
+
+def _after(out: str, command: str) -> str:
+    """What the session printed right after ``command``."""
+    return out.split(f"(flowdbg) {command}\n", 1)[1]
+
+
+def test_print_evaluates_expressions_in_the_sandbox(run_cli: Cli) -> None:
+    commands = "p x * 10\np state['x'] + 1\np len(state)\np node\np __import__('os')\nc\n"
+    out = _run(run_cli, commands)
+    assert _after(out, "p x * 10").startswith("20\n")  # state keys are names too
+    assert _after(out, "p state['x'] + 1").startswith("3\n")
+    assert _after(out, "p len(state)").startswith("1\n")
+    assert _after(out, "p node").startswith("'beta'\n")
+    refused = _after(out, "p __import__('os')").splitlines()[0]
+    assert "'__import__' is not allowed" in refused
+    assert "run completed" in out  # an error keeps the prompt
+
+
+def test_print_of_a_missing_path_says_which_key(run_cli: Cli) -> None:
+    out = _run(run_cli, "p nothing\nc\n")
+    assert "nothing" in _after(out, "p nothing").splitlines()[0]
+    assert "has no" in _after(out, "p nothing").splitlines()[0]
+
+
+def test_display_shows_at_every_stop(run_cli: Cli) -> None:
+    commands = "display x\ndisplay x + 100\nb gamma\nc\ndisplay\nundisplay 1\nc\n"
+    out = _run(run_cli, commands)
+    assert _after(out, "display x").startswith("1: x = 2\n")
+    assert _after(out, "display x + 100").startswith("2: x + 100 = 102\n")
+    at_gamma = _after(out, "c").split("(flowdbg)")[0]
+    assert "stop-2" in at_gamma
+    assert re.search(r"^  1: x = 20$", at_gamma, flags=re.M)
+    assert re.search(r"^  2: x \+ 100 = 120$", at_gamma, flags=re.M)
+    assert _after(out, "display").startswith("1: x\n2: x + 100\n")
+    assert _after(out, "undisplay 1").startswith("1 displayed\n")
+
+
+def test_watch_and_logpoint_commands(run_cli: Cli) -> None:
+    commands = "watch y\nlogpoint gamma x is {state[x]}\nc\nc\n"
+    out = _run(run_cli, commands)
+    assert "set bp-2 watch" in out and "set bp-3 logpoint" in out
+    assert re.search(r"stop-2: watch \[bp-2\] at after node 'gamma'", out)

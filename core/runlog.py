@@ -44,6 +44,9 @@ _MAX_FAILED_NODES = 3
 _STATS_MIN_STEPS = 20
 _STATS_MAX_REPEATS = 3
 
+_NODE_KIND = "node"
+_CALL_KIND = "call"  # a call of no more specific kind
+
 _STEP_HEADER = ("step", "node", "kind", "status", "duration", "decision / error")
 _STATS_HEADER = ("node", "count", "total", "avg", "max", "errors")
 _STATS_RIGHT = frozenset({1, 2, 3, 4, 5})
@@ -298,8 +301,10 @@ class RunLog:
         """One line about the run, for example ``support (stategraph) completed: 4 steps over
         4 nodes in 1.2s, 0 errors, slowest classify (820ms)``.
 
-        A failed run names its error first (``failed: ValueError: boom at x=2; ...``); nested
-        runs are counted at the end.
+        Units of another kind than ``node`` (tool and model calls made inside a node) are counted
+        as calls apart from the nodes: ``7 steps: 3 over 2 nodes, 4 calls (2 tool, 2 llm)``. A
+        failed run names its error first (``failed: ValueError: boom at x=2; ...``); nested runs
+        are counted at the end.
 
         :returns: the line.
         """
@@ -308,9 +313,15 @@ class RunLog:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serializable dict: the run's fields, ``summary``, ``steps`` (timing,
         status, decision and error of each; no values), ``node_stats`` and ``children`` (nested
-        runs' dicts, recursively)."""
+        runs' dicts, recursively).
+
+        ``step_count`` counts every step; ``node_count`` the distinct nodes, ``node_steps`` the
+        steps of kind ``node``, ``call_count`` the others (tool and model calls...) and ``calls``
+        those by kind, e.g. ``{"tool": 2, "llm": 2}``.
+        """
         run = self.run
         steps = self.steps
+        nodes, node_steps, calls = _kind_counts(steps)
         return {
             "run_id": run.run_id,
             "framework": run.framework,
@@ -326,6 +337,10 @@ class RunLog:
             "error": _error_dict(run.error),
             "tags": dict(run.tags),
             "step_count": len(steps),
+            "node_count": len(nodes),
+            "node_steps": node_steps,
+            "call_count": sum(calls.values()),
+            "calls": calls,
             "input": jsonable(run.input),
             "output": jsonable(run.output),
             "summary": _summary(run, steps, self.children),
@@ -721,7 +736,7 @@ def _summary(run: RunRecord, steps: list[StepRecord], children: list[RunLog]) ->
         head += f": {_error_text(error, _SUMMARY_ERROR_CHARS)};"
     else:
         head += ":"
-    counts = f"{_plural(len(steps), 'step')} over {_plural(len(stats), 'node')}"
+    counts = _counts(steps)
     duration = run.duration
     counts += " so far" if duration is None else f" in {format_duration(duration)}"
     parts = [counts]
@@ -744,6 +759,42 @@ def _summary(run: RunRecord, steps: list[StepRecord], children: list[RunLog]) ->
             text += f" ({failed} failed)"
         parts.append(text)
     return f"{head} {', '.join(parts)}"
+
+
+def _kind_counts(steps: list[StepRecord]) -> tuple[list[str], int, dict[str, int]]:
+    """The distinct nodes, the number of node steps, and the calls (units of another kind than
+    ``node``, such as tool and model calls inside a node) by kind, in order of first appearance."""
+    nodes: dict[str, None] = {}
+    node_steps = 0
+    calls: dict[str, int] = {}
+    for step in steps:
+        if step.kind == _NODE_KIND:
+            nodes[step.node] = None
+            node_steps += 1
+        else:
+            calls[step.kind] = calls.get(step.kind, 0) + 1
+    return list(nodes), node_steps, calls
+
+
+def _counts(steps: list[StepRecord]) -> str:
+    """``3 steps over 2 nodes``; with calls, ``7 steps: 3 over 2 nodes, 4 calls (2 tool, 2
+    llm)``, so that a node is never counted twice for the calls it makes."""
+    nodes, node_steps, calls = _kind_counts(steps)
+    total = _plural(len(steps), "step")
+    if not calls:
+        return f"{total} over {_plural(len(nodes), 'node')}"
+    parts = [f"{node_steps} over {_plural(len(nodes), 'node')}"] if node_steps else []
+    count = sum(calls.values())
+    if len(calls) == 1:
+        kind = next(iter(calls))
+        noun = "call" if kind == _CALL_KIND else f"{kind} call"
+        parts.append(_plural(count, noun))
+    else:
+        by_kind = ", ".join(
+            f"{n} {'other' if kind == _CALL_KIND else kind}" for kind, n in calls.items()
+        )
+        parts.append(f"{_plural(count, 'call')} ({by_kind})")
+    return f"{total}: {', '.join(parts)}"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -566,3 +566,61 @@ def test_node_stats_is_a_frozen_record() -> None:
     with pytest.raises(AttributeError):
         stats.count = 3
     assert stats.to_dict()["max"] == 0.6
+
+
+# --------------------------------------------------------------------------------------------
+# Nodes and calls counted apart
+# --------------------------------------------------------------------------------------------
+
+
+def agent_log() -> RunLog:
+    """Two nodes run three times (agent, tools, agent); the nodes make four calls."""
+    steps = [
+        step(1, "agent", 0.3),
+        step(2, "model", 0.2, kind="llm", path=("agent",)),
+        step(3, "tools", 0.1),
+        step(4, "search", 0.01, kind="tool", path=("tools",)),
+        step(5, "shell", 0.01, kind="tool", path=("tools",)),
+        step(6, "agent", 0.3),
+        step(7, "model", 0.2, kind="llm", path=("agent",)),
+    ]
+    return RunLog.from_records(run_record(), steps)
+
+
+def test_summary_counts_calls_apart_from_the_nodes_that_make_them() -> None:
+    log = agent_log()
+    assert log.summary().startswith(
+        "support (stategraph) completed: 7 steps: 3 over 2 nodes, 4 calls (2 llm, 2 tool) in 1.2s"
+    )
+    assert str(log).splitlines()[0] == log.summary()
+    data = log.to_dict()
+    assert data["summary"] == log.summary()
+    assert (data["step_count"], data["node_count"], data["node_steps"]) == (7, 2, 3)
+    assert (data["call_count"], data["calls"]) == (4, {"llm": 2, "tool": 2})
+    assert RunLog.from_dict(json.loads(json.dumps(data))).to_dict() == data
+
+
+def test_summary_of_calls_of_one_kind_and_of_calls_alone() -> None:
+    steps = [step(1, "act", 0.1), step(2, "shell", 0.01, kind="tool", path=("act",))]
+    assert (
+        "2 steps: 1 over 1 node, 1 tool call in"
+        in RunLog.from_records(run_record(), steps).summary()
+    )
+    calls = [step(1, "lookup", kind="call"), step(2, "lookup", kind="call")]
+    assert "2 steps: 2 calls in" in RunLog.from_records(run_record(), calls).summary()
+    mixed = [*calls, step(3, "to_billing", kind="handoff")]
+    assert (
+        "3 steps: 3 calls (2 other, 1 handoff) in"
+        in RunLog.from_records(run_record(), mixed).summary()
+    )
+
+
+def test_a_run_of_nodes_only_keeps_its_short_summary() -> None:
+    data = three_nodes().to_dict()
+    assert "3 steps over 3 nodes in" in data["summary"]
+    assert (data["node_count"], data["node_steps"], data["call_count"], data["calls"]) == (
+        3,
+        3,
+        0,
+        {},
+    )

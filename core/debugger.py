@@ -8,20 +8,28 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._diff import StateDiff
 from flowdbg._paths import delete_path, get_path, set_path
 from flowdbg._values import KeySummary, summarize
-from flowdbg.adapter import Adapter, AdapterInfo
-from flowdbg.breakpoints import Breakpoint, BreakpointType
+from flowdbg.adapter import Adapter, AdapterInfo, Capability
+from flowdbg.breakpoints import (
+    Breakpoint,
+    BreakpointType,
+    KnownNames,
+    exception_name_problem,
+    unknown_name,
+)
 from flowdbg.controller import Controller, IdTaken
 from flowdbg.errors import (
     AdapterError,
     AdapterNotFound,
     AdapterUnavailable,
     BreakpointError,
+    BreakpointWarning,
     NotStoppedError,
     PathError,
 )
@@ -382,8 +390,15 @@ class Debugger:
         return [t for t, _ in self._attached.values()]
 
     def describe(self, target: Any) -> dict[str, Any]:
-        """Nodes and edges of ``target`` from its adapter."""
-        return self.adapter_for(target).describe(target)
+        """Nodes and edges of ``target`` from its adapter.
+
+        :returns: the adapter's description, a dict that also draws itself: in Jupyter it shows
+            as a Mermaid picture, and its ``mermaid()`` and ``dot()`` give the picture as text
+            (a ``flowdbg._diagram.GraphDescription``).
+        """
+        from flowdbg._diagram import GraphDescription
+
+        return GraphDescription(self.adapter_for(target).describe(target))
 
     # ------------------------------------------------ the adapter-facing API
 
@@ -419,14 +434,55 @@ class Debugger:
 
     # ---------------------------------------------------------- breakpoints
 
-    def _add(self, type: BreakpointType, **kwargs: Any) -> Breakpoint:
+    def _add(self, type: BreakpointType, *, strict: bool = False, **kwargs: Any) -> Breakpoint:
+        # create() checks the breakpoint: a refused one takes no id
+        bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
+        problems = self._breakpoint_problems(bp, strict=strict)
         while True:
-            # create() checks the breakpoint: a refused one takes no id
-            bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
             try:
-                return self._ctl.add_breakpoint(bp)
+                added = self._ctl.add_breakpoint(bp)
+                break
             except IdTaken:  # another thread took this id first
-                continue
+                bp = Breakpoint.create(self._ctl.next_breakpoint_id(), type, **kwargs)
+        _warn_problems(added, problems, stacklevel=3)
+        return added
+
+    def _breakpoint_problems(self, bp: Breakpoint, *, strict: bool) -> list[str]:
+        """Why ``bp`` looks unable to stop (see :meth:`break_before`); raises the first with
+        ``strict``."""
+        problems: list[str] = []
+        if bp.type == BreakpointType.EXCEPTION:
+            given = {f"{c.__module__}.{c.__qualname__}" for c in bp.compiled.exc_classes}
+            for name in bp.exception_types:
+                problem = None if name in given else exception_name_problem(name)
+                if problem is not None:
+                    problems.append(problem)
+        known = self._known_names()
+        unknown = None if known is None else unknown_name(bp, known)
+        if unknown is not None:
+            problems.append("; ".join(unknown))
+        if strict and problems:
+            raise BreakpointError(problems[0])
+        return problems
+
+    def _known_names(self) -> KnownNames | None:
+        """The unit names the attached targets describe, or ``None`` when a name cannot be
+        checked: nothing is attached, a framework is instrumented library-wide (its runs are
+        not only the attached targets'), or a target's adapter gives no description."""
+        if self._installed:
+            return None
+        descriptions: list[Mapping[str, Any]] = []
+        for target, adapter in list(self._attached.values()):
+            if Capability.DESCRIBE not in adapter.capabilities:
+                return None
+            try:
+                description = adapter.describe(target)
+            except Exception:  # a description that fails checks nothing; it must not refuse
+                return None
+            if not isinstance(description, Mapping):
+                return None
+            descriptions.append(description)
+        return KnownNames.from_descriptions(descriptions) if descriptions else None
 
     def break_before(
         self,
@@ -437,15 +493,29 @@ class Debugger:
         temporary: bool = False,
         kind: str | Iterable[str] | None = None,
         enabled: bool = True,
+        strict: bool = False,
     ) -> Breakpoint:
         """Stop before units whose name matches the glob ``node``.
+
+        The name is checked against the attached targets' descriptions
+        (:meth:`flowdbg.Adapter.describe`): a glob that matches none of their nodes (with
+        subgraph nodes and listed tasks) or tools sets the breakpoint with a
+        :class:`flowdbg.errors.BreakpointWarning` that lists the names there are, closest
+        first. Not checked: breakpoints set before anything is attached (they are not checked
+        later either), names given ``kind="llm"``, ``"handoff"`` or ``"agent"`` (no
+        description lists those), tool names when no description lists tools, and every name
+        when a target's description is ``open`` (it runs units it does not list, such as a
+        LangGraph ``@entrypoint``'s tasks), when its adapter gives no description, or when a
+        framework is instrumented library-wide (:meth:`install`).
 
         :param condition: sandboxed expression over ``state``, ``input``, ``node``, ``step``,
             ``hits``..., or a Python callable taking a namespace of those names.
         :param hit_condition: ``"3"`` (third hit only), ``">=3"``, ``"%2"``...
         :param temporary: remove the breakpoint after it stops once.
         :param kind: restrict to unit kinds (``node``, ``tool``, ``llm``, ``handoff``, ``agent``).
+        :param strict: refuse (raise) instead of warning when the name matches nothing.
         :raises ExpressionError: for a bad condition, at once.
+        :raises BreakpointError: for an unknown kind, or with ``strict`` an unknown name.
         """
         return self._add(
             BreakpointType.NODE,
@@ -456,6 +526,7 @@ class Debugger:
             hit_condition=hit_condition,
             temporary=temporary,
             enabled=enabled,
+            strict=strict,
         )
 
     def break_after(
@@ -467,8 +538,10 @@ class Debugger:
         temporary: bool = False,
         kind: str | Iterable[str] | None = None,
         enabled: bool = True,
+        strict: bool = False,
     ) -> Breakpoint:
-        """Stop after units whose name matches ``node`` (arguments as :meth:`break_before`)."""
+        """Stop after units whose name matches ``node`` (arguments and name checks as
+        :meth:`break_before`)."""
         return self._add(
             BreakpointType.NODE,
             pattern=node,
@@ -478,6 +551,7 @@ class Debugger:
             hit_condition=hit_condition,
             temporary=temporary,
             enabled=enabled,
+            strict=strict,
         )
 
     def break_on_exception(
@@ -487,11 +561,21 @@ class Debugger:
         condition: str | Callable[..., Any] | None = None,
         hit_condition: str | int | None = None,
         temporary: bool = False,
+        strict: bool = False,
     ) -> Breakpoint:
         """Stop at ``error`` points: any exception, or only these types (classes or names).
 
         A name matches the exception's class or any base class by simple or qualified name.
         Resuming lets the original exception continue unchanged.
+
+        A name must be a class name (``"TimeoutError"``, ``"httpx.ReadTimeout"``), else
+        :class:`BreakpointError`. A name that looks mistyped warns
+        (:class:`flowdbg.errors.BreakpointWarning`; ``strict`` raises): a dotted name whose
+        module is imported but has no such exception class, a builtin that is no exception,
+        or a name of no exception class defined so far that does not end like one
+        (``...Error``, ``...Exception``, ``...Exit``, ``...Interrupt``, ``...Warning``...) or
+        is one letter away from one (see :func:`flowdbg.breakpoints.exception_name_problem`).
+        ``node`` is checked like :meth:`break_before`'s name.
         """
         return self._add(
             BreakpointType.EXCEPTION,
@@ -501,6 +585,7 @@ class Debugger:
             condition=condition,
             hit_condition=hit_condition,
             temporary=temporary,
+            strict=strict,
         )
 
     def watch(
@@ -511,10 +596,13 @@ class Debugger:
         node: str = "*",
         hit_condition: str | int | None = None,
         temporary: bool = False,
+        strict: bool = False,
     ) -> Breakpoint:
         """Data breakpoint: stop after a unit that changed the value at ``path`` in the state.
 
         :param condition: evaluated with ``value`` bound to the new value.
+        :param node: only units whose name matches this glob (checked like
+            :meth:`break_before`'s, ``strict`` too).
         """
         return self._add(
             BreakpointType.WATCH,
@@ -524,6 +612,7 @@ class Debugger:
             condition=condition,
             hit_condition=hit_condition,
             temporary=temporary,
+            strict=strict,
         )
 
     def break_on_tool(
@@ -534,9 +623,14 @@ class Debugger:
         condition: str | Callable[..., Any] | None = None,
         hit_condition: str | int | None = None,
         temporary: bool = False,
+        strict: bool = False,
     ) -> Breakpoint:
         """Stop before tool calls whose name matches ``name`` and whose serialized arguments
-        match the regular expression ``args_pattern`` (searched anywhere)."""
+        match the regular expression ``args_pattern`` (searched anywhere).
+
+        ``name`` is checked against the tools the attached targets' descriptions list, when
+        every one lists them (as :meth:`break_before` checks node names; ``strict`` raises).
+        """
         return self._add(
             BreakpointType.TOOL,
             pattern=name,
@@ -546,6 +640,7 @@ class Debugger:
             condition=condition,
             hit_condition=hit_condition,
             temporary=temporary,
+            strict=strict,
         )
 
     def break_on_handoff(
@@ -555,8 +650,10 @@ class Debugger:
         condition: str | Callable[..., Any] | None = None,
         hit_condition: str | int | None = None,
         temporary: bool = False,
+        strict: bool = False,
     ) -> Breakpoint:
-        """Stop before agent handoffs to a target matching ``to``."""
+        """Stop before agent handoffs to a target matching ``to`` (checked against the attached
+        targets' nodes like :meth:`break_before`'s name; ``strict`` raises)."""
         return self._add(
             BreakpointType.HANDOFF,
             pattern=to,
@@ -565,6 +662,7 @@ class Debugger:
             condition=condition,
             hit_condition=hit_condition,
             temporary=temporary,
+            strict=strict,
         )
 
     def break_on_event(
@@ -573,14 +671,17 @@ class Debugger:
         *,
         kind: str | Iterable[str] | None = None,
         condition: str | Callable[..., Any] | None = None,
+        strict: bool = False,
     ) -> Breakpoint:
-        """Stop before every unit matching ``pattern`` (``"*"``: single-step through all)."""
+        """Stop before every unit matching ``pattern`` (``"*"``: single-step through all;
+        name checks as :meth:`break_before`)."""
         return self._add(
             BreakpointType.EVENT,
             pattern=pattern,
             positions=(Position.BEFORE.value,),
             kinds=_kinds(kind),
             condition=condition,
+            strict=strict,
         )
 
     def logpoint(
@@ -592,10 +693,12 @@ class Debugger:
         condition: str | Callable[..., Any] | None = None,
         hit_condition: str | int | None = None,
         kind: str | Iterable[str] | None = None,
+        strict: bool = False,
     ) -> Breakpoint:
         """Log ``message`` (a ``str.format`` template over the condition names, e.g.
         ``"count is {state[count]}"``) at matching points; never stops. Messages go to the
-        ``flowdbg.logpoint`` logger and the ``flowdbg_on_log`` hook."""
+        ``flowdbg.logpoint`` logger and the ``flowdbg_on_log`` hook. ``node`` is checked like
+        :meth:`break_before`'s name (``strict`` raises)."""
         return self._add(
             BreakpointType.LOGPOINT,
             pattern=node,
@@ -604,18 +707,28 @@ class Debugger:
             message=message,
             condition=condition,
             hit_condition=hit_condition,
+            strict=strict,
         )
 
-    def add_breakpoint(self, data: Breakpoint | Mapping[str, Any]) -> Breakpoint:
+    def add_breakpoint(
+        self, data: Breakpoint | Mapping[str, Any], *, strict: bool = False
+    ) -> Breakpoint:
         """Add a saved breakpoint (a :class:`Breakpoint` or its ``model_dump()``).
 
-        It keeps its id when free, else gets a new one.
+        It keeps its id when free, else gets a new one. Its kinds are checked (an unknown one
+        raises :class:`BreakpointError`), its name and exception names like those of the
+        ``break_*`` methods (a warning, or with ``strict`` an error).
         """
         bp = data if isinstance(data, Breakpoint) else Breakpoint.from_dict(data)
+        if bp._c is None:  # built directly, not by create(): check it the same way
+            bp._compile()
+        problems = self._breakpoint_problems(bp, strict=strict)
         if any(b.id == bp.id for b in self._ctl.breakpoints):
             bp = bp.model_copy(update={"id": self._ctl.next_breakpoint_id()})
             bp._compile()
-        return self._ctl.add_breakpoint(bp)
+        added = self._ctl.add_breakpoint(bp)
+        _warn_problems(added, problems, stacklevel=2)
+        return added
 
     @property
     def breakpoints(self) -> list[Breakpoint]:
@@ -916,3 +1029,15 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if isinstance(kind, str):
         return (kind,)
     return tuple(str(k) for k in kind)
+
+
+def _warn_problems(bp: Breakpoint, problems: list[str], *, stacklevel: int) -> None:
+    """Warn of each problem of ``bp``, attributed to the frame ``stacklevel`` levels above the
+    caller (the user's call of a breakpoint method)."""
+    for problem in problems:
+        warnings.warn(
+            f"{problem} ({bp.id} is set all the same, but may never stop; strict=True refuses "
+            "such a breakpoint)",
+            BreakpointWarning,
+            stacklevel=stacklevel + 1,
+        )

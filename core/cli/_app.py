@@ -728,18 +728,42 @@ def graph_group() -> None:
 
 @graph_group.command("inspect", context_settings=_CONTEXT)
 @click.argument("target")
+@click.option(
+    "--format",
+    "picture",
+    type=click.Choice(["tree", "mermaid", "dot"]),
+    default="tree",
+    show_default=True,
+    help="a tree to read, or a picture as text: a Mermaid flowchart or a Graphviz digraph",
+)
 @json_option
 @click.pass_context
-def graph_inspect(ctx: click.Context, target: str, as_json: bool) -> None:
-    """Nodes, edges, conditional edges and subgraphs of TARGET (file.py:obj or module:obj)."""
+def graph_inspect(ctx: click.Context, target: str, picture: str, as_json: bool) -> None:
+    """Nodes, edges, conditional edges and subgraphs of TARGET (file.py:obj or module:obj).
+
+    --format mermaid or dot prints a picture as text (conditional edges dashed), e.g.
+    flowdbg graph inspect app.py:graph --format dot | dot -Tsvg > graph.svg
+    """
     from flowdbg.debugger import Debugger
 
     from ._target import load_target
 
+    if as_json and picture != "tree":
+        raise click.UsageError(f"give --json or --format {picture}, not both")
     dbg = Debugger(record=False, plugins=adapters_of(ctx).plugins)
     obj = load_target(target, dbg)
     adapter = dbg.adapter_for(obj)
     description = _describe(dbg, obj)
+    if picture != "tree":
+        from flowdbg._diagram import draw
+
+        if not description:
+            raise CliError(
+                f"adapter {adapter.name!r} gives no description of {target}, so there is no "
+                "picture to draw; see flowdbg adapters for what it offers"
+            )
+        click.echo(draw(description, picture), nl=False)
+        return
     if as_json:
         emit_json(
             "graph inspect",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 from cli_helpers import Cli
@@ -39,6 +41,34 @@ def test_graph_inspect_json(run_cli: Cli) -> None:
     assert {"source": "refund", "target": "__end__"} in graph["edges"]
     (cond,) = graph["conditional_edges"]
     assert cond["source"] == "classify" and cond["targets"] == ["refund", "answer"]
+
+
+def test_graph_inspect_draws_mermaid_and_dot(run_cli: Cli) -> None:
+    mermaid = run_cli("graph", "inspect", "graphs.py:build_support", "--format", "mermaid").stdout
+    lines = mermaid.splitlines()
+    assert lines[0] == "flowchart TD"
+    ids = dict(re.findall(r'^  (n\d+)(?:\(\[|\[)"(\w+)"', mermaid, flags=re.M))
+    names = {name: node for node, name in ids.items()}
+    assert sorted(names) == ["END", "START", "answer", "classify", "refund"]
+    assert (
+        f'  {names["classify"]} -.->|"<lambda>"| {names["refund"]}'.replace(
+            "<lambda>", "#lt;lambda#gt;"
+        )
+        in lines
+    )
+    assert f"  {names['refund']} --> {names['END']}" in lines
+
+    dot = run_cli("graph", "inspect", "graphs.py:fan", "--format", "dot").stdout
+    assert dot.startswith('digraph "fan" {\n') and dot.endswith("}\n")
+    assert "subgraph cluster_" in dot and 'label="sub: inner";' in dot
+    assert re.search(r'n\d+ -> n\d+ \[style=dashed, label="<lambda>"\];', dot)
+
+
+def test_graph_inspect_format_and_json_do_not_mix(run_cli: Cli) -> None:
+    message = run_cli.error(
+        "graph", "inspect", "graphs.py:fan", "--format", "dot", "--json", code=2
+    )
+    assert "give --json or --format dot, not both" in message
 
 
 def test_graph_inspect_bad_targets(run_cli: Cli) -> None:

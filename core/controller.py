@@ -144,6 +144,10 @@ def _let_go_of_errors(root: RunScope) -> None:
         if isinstance(error, BaseException):
             # a copy: observers told of the run's end keep the RunInfo they got, exception and all
             scope.info = dataclasses.replace(scope.info, error=ErrorInfo.from_exception(error))
+            for unit in scope.units:  # the frames of its units show the run's info too
+                frame = unit._frame
+                if frame is not None:
+                    frame.info = scope.info
         scopes.extend(scope.children)
 
 

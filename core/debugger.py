@@ -35,7 +35,7 @@ from flowdbg.errors import (
 )
 from flowdbg.events import Event, Kind, Position, RunInfo
 from flowdbg.patching import LOCK
-from flowdbg.plugins import Hooks, make_plugin_manager
+from flowdbg.plugins import RECORDER, Hooks, make_plugin_manager
 from flowdbg.recorder import Recorder, run_record, step_record
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
@@ -203,7 +203,7 @@ class Debugger:
             path = default_db_path() if db is None else db
             store = SQLiteStore(path, redact=DEFAULT_REDACT if redact is None else tuple(redact))
             self._recorder = Recorder(store)
-            self._pm.register(self._recorder, name="flowdbg.recorder")
+            self._pm.register(self._recorder, name=RECORDER)
             self._hooks.refresh()
 
     # ------------------------------------------------------------- recording

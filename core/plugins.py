@@ -125,6 +125,10 @@ def make_plugin_manager(
     return pm, results
 
 
+#: the name the built-in recorder is registered under (see Debugger.__init__)
+RECORDER = "flowdbg.recorder"
+
+
 class Hooks:
     """Typed facade over ``pm.hook``: one method per hook, keyword arguments only.
 
@@ -168,27 +172,44 @@ class Hooks:
 
     def _direct(self, name: str) -> Callable[[Unit], None] | None:
         """A call of hook ``name`` (whose one argument besides ``debugger`` is ``unit``) for the
-        hot path: ``None`` with no implementation, the implementation itself when it takes only
-        ``unit`` (the recorder's), else a loop over the implementations that logs a failure."""
-        impls = getattr(self._pm.hook, name).get_hookimpls()
+        hot path: ``None`` with no implementation; the built-in recorder's own method when it
+        is the only one (it queues and never raises); else a loop over the implementations
+        that logs a failure once and never lets it reach the run. Wrappers (``wrapper=True``,
+        ``hookwrapper=True``) go through pluggy's own call."""
+        caller = getattr(self._pm.hook, name)
+        impls = caller.get_hookimpls()
         if not impls:
             return None
-        if len(impls) == 1 and tuple(impls[0].argnames) == ("unit",):
+        only = impls[0]
+        if len(impls) == 1 and only.plugin_name == RECORDER and tuple(only.argnames) == ("unit",):
             direct: Callable[[Unit], None] = impls[0].function
             return direct
-        calls = [(impl.function, tuple(impl.argnames)) for impl in reversed(impls)]
         debugger = self._debugger
         failed = self._failed
+
+        def report(exc: Exception) -> None:
+            if name not in failed:
+                failed.add(name)
+                log.error("a flowdbg plugin failed in %s; the run goes on", name, exc_info=exc)
+
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):
+
+            def through_pluggy(unit: Unit) -> None:
+                try:
+                    caller(debugger=debugger, unit=unit)
+                except Exception as exc:
+                    report(exc)
+
+            return through_pluggy
+        calls = [(impl.function, tuple(impl.argnames)) for impl in reversed(impls)]
 
         def dispatch(unit: Unit) -> None:
             values = {"debugger": debugger, "unit": unit}
             for function, argnames in calls:
                 try:
                     function(*[values[arg] for arg in argnames])
-                except Exception:
-                    if name not in failed:
-                        failed.add(name)
-                        log.exception("a flowdbg plugin failed in %s; the run goes on", name)
+                except Exception as exc:
+                    report(exc)
 
         return dispatch
 

@@ -144,9 +144,8 @@ class RunScope:
 
     def settle(self, state: Any, *, superstep: int | None = None) -> None:
         """The framework committed what the run's finished units wrote: ``state`` is the run's
-        state now. Every unit that finished with ``after(..., deferred=True)`` and whose state
-        is still unknown takes ``state`` as its state after (the run log shows it), and is
-        recorded.
+        state now. Every unit that finished with ``after(..., deferred=True)`` takes ``state``
+        as its state after (the run log shows it), and is recorded.
 
         Call it where the framework has committed, with a state it has already computed (the
         next superstep's input, the run's final values): flowdbg never runs the framework's or
@@ -157,23 +156,20 @@ class RunScope:
             current superstep may finish while others of it start).
         """
         pending = self._unsettled
-        if not pending:
-            return
-        keep = []
         on_step = self.ctl.on_step
-        while True:
+        while pending:
             try:
                 unit = pending.popleft()  # atomic: parallel branches may settle at once
-            except IndexError:
-                break
+            except IndexError:  # settled by a sibling meanwhile
+                return
             if superstep is not None and (unit.superstep is None or unit.superstep >= superstep):
-                keep.append(unit)
-                continue
-            if unit.state is None:
-                unit.state = state
+                # the units wait in the order they finished, supersteps in order: the rest
+                # are of this superstep (siblings that finished first) and wait on
+                pending.appendleft(unit)
+                return
+            unit.state = state
             if on_step is not None:
                 on_step(unit)
-        pending.extend(keep)
 
     @property
     def root(self) -> RunScope:
@@ -463,9 +459,9 @@ class Unit:
             someone looks (a stop, a condition or watch reading the state, an observer), so a
             run nobody stops costs nothing and runs no framework or user code a second time.
         :param deferred: the framework commits the unit's writes later (at the end of its
-            superstep): the state after the unit, unless the point resolved it, is the state
-            given to :meth:`RunScope.settle` (the unit is recorded then). Without recording or
-            observers, a unit nothing looked at keeps no state.
+            superstep): the state after the unit is the state given to :meth:`RunScope.settle`
+            (the unit is recorded then), even where a stop previewed one (a parallel branch's
+            own update applied: the superstep commits its siblings' too).
         :param decide: instead of ``decision``: ``decide(output)`` gives it when the unit's
             record is built (later, maybe on another thread); it must only read what the
             framework computed (a route it cached), never run the framework's or user code.
@@ -482,7 +478,6 @@ class Unit:
             except ValueError:
                 _restore(token)
         ended = _now()  # time held at an after stop is not the unit's
-        edited_here = False
         if not ctl.quiet:
             self.state = state
             self.decision = decision
@@ -496,7 +491,6 @@ class Unit:
                 if resolve is not None:  # resolved from the output the edit replaced
                     state = decision = None
                 output = edited
-                edited_here = True
         # Every outcome is stored, None included: reading an unset slot (record_value) raises
         # and catches an AttributeError, which costs the recorder far more than these stores.
         self.output = output
@@ -508,11 +502,8 @@ class Unit:
         self.exception = None
         self.ended_at = ended
         run.units.append(self)  # list.append is atomic: parallel branches may finish at once
-        if deferred and state is None:
-            # settled for the record, or for the run log after an edit (the state shown at the
-            # stop was that of the output the edit replaced)
-            if ctl.on_step is not None or edited_here:
-                run._unsettled.append(self)
+        if deferred:  # the state the framework commits replaces one a point previewed
+            run._unsettled.append(self)
         elif ctl.on_step is not None:
             ctl.on_step(self)
         return output
@@ -579,7 +570,6 @@ class Unit:
         ended = _now()
         run = self.run
         ctl = run.ctl
-        edited_here = False
         if not ctl.quiet:
             self.state = state
             self.decision = decision
@@ -595,7 +585,6 @@ class Unit:
                 if resolve is not None:
                     state = decision = None
                 output = edited
-                edited_here = True
         self.output = output
         self.state = state
         self.decision = decision
@@ -605,9 +594,8 @@ class Unit:
         self.exception = None
         self.ended_at = ended
         run.units.append(self)
-        if deferred and state is None:
-            if ctl.on_step is not None or edited_here:
-                run._unsettled.append(self)
+        if deferred:
+            run._unsettled.append(self)
         elif ctl.on_step is not None:
             ctl.on_step(self)
         return output

@@ -22,7 +22,8 @@ def _plain(value: Any) -> Any:
 
 class AbstractRecordingTests(SuiteBase):
     """Every run is recorded: its steps (order, node, status, decision) and the state after
-    each step as the debugger showed it at that step's after point."""
+    each step: the state the framework committed, which is what the debugger showed at the
+    step's after point where the step ran alone in its superstep."""
 
     def _walk(
         self, dbg: flowdbg.Debugger, run: flowdbg.RunHandle
@@ -62,17 +63,35 @@ class AbstractRecordingTests(SuiteBase):
             by_run.setdefault(entry[0], []).append(entry)
         for run_id, entries in by_run.items():
             steps = {s.step: s for s in store.get_steps(run_id)}
+            own = tuple(store.get_run(run_id).path)  # the run's own units, not calls in them
+            together: dict[tuple[str, int], list[int]] = {}
             for _, step, node, _position, state, decision in entries:
                 rec = steps[step]
                 assert (rec.node, rec.status) == (node, "completed")
                 if decision is not None:
                     assert _plain(rec.decision) == _plain(decision)
-                assert store.get_state(run_id, step=step) == state, (
-                    f"state after step {step} ({node}) of run {run_id[:8]} differs from what "
-                    "the debugger showed there"
-                )
+                superstep = rec.superstep
+                key = ("step", step) if superstep is None else ("superstep", superstep)
+                together.setdefault(key, []).append(step)
+                if superstep is None or len(self._in_superstep(steps, superstep, own)) == 1:
+                    # a unit alone in its superstep: the state it committed is the one shown
+                    assert store.get_state(run_id, step=step) == state, (
+                        f"state after step {step} ({node}) of run {run_id[:8]} differs from "
+                        "what the debugger showed there"
+                    )
+            for group in together.values():
+                # units of one superstep (parallel branches): the state after each is what the
+                # superstep committed, the same for all (a stop shows one branch's own update)
+                states = [store.get_state(run_id, step=step) for step in group]
+                assert all(state == states[0] for state in states), states
             recorded = sorted(steps)
             assert recorded == sorted(step for _, step, *_ in entries)
+
+    @staticmethod
+    def _in_superstep(steps: dict[int, Any], superstep: int, own: tuple[str, ...]) -> list[int]:
+        return [
+            n for n, rec in steps.items() if rec.superstep == superstep and tuple(rec.path) == own
+        ]
 
     def test_nested_runs_are_recorded_as_children(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("nested")

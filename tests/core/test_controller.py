@@ -1366,3 +1366,31 @@ def test_a_unit_held_at_a_stop_is_not_running(dbg: flowdbg.Debugger) -> None:
     assert dbg.status().running == []  # held, not running
     dbg.resume()
     handle.result(T)
+
+
+def test_a_failed_run_with_calls_keeps_no_exception_alive() -> None:
+    import gc
+
+    dbg = flowdbg.Debugger(record=False)
+
+    def play() -> None:
+        with dbg.begin_run(framework="test", name="t", input=None) as scope:
+            unit = scope.unit("node")
+            unit.before(state={})
+            unit.frame().unit("tool", kind="tool").call(lambda args: "ok", {"q": 1})
+            error = ValueError("boom")
+            unit.error(error, state={})
+            raise error
+
+    handle = dbg.start(play)
+    error = handle.exception(T)
+    assert isinstance(error, ValueError)
+    gc.collect()
+    holders = [
+        type(holder).__name__
+        for holder in gc.get_referrers(error)
+        if type(holder).__module__.startswith("flowdbg.")
+        and not isinstance(holder, flowdbg.RunHandle)
+    ]
+    assert holders == []
+    dbg.close()

@@ -628,3 +628,29 @@ def test_install_is_refused_by_an_adapter_without_it() -> None:
     with pytest.raises(flowdbg.AdapterNotFound, match="no adapter 'nope'; adapters: "):
         dbg.install("nope")
     assert dbg.installed == []
+
+
+def test_a_step_observer_that_raises_alone_does_not_break_the_run(caplog: Any) -> None:
+    class Broken:
+        @flowdbg.hookimpl
+        def flowdbg_on_step(self, unit: Any) -> None:
+            raise RuntimeError("exporter down")
+
+    class Wrapping:
+        seen: list[Any] = []
+
+        @flowdbg.hookimpl(wrapper=True)
+        def flowdbg_on_step(self, unit: Any) -> Any:
+            self.seen.append(unit.node)
+            return (yield)
+
+    dbg = flowdbg.Debugger(plugins=[Broken()], record=False)
+    app = dbg.attach(linear_graph())
+    assert app.invoke({"x": 1}) == {"x": 20}
+    assert any("flowdbg_on_step" in r.getMessage() for r in caplog.records)
+    dbg.close()
+    dbg = flowdbg.Debugger(plugins=[Wrapping()], record=False)
+    app = dbg.attach(linear_graph())
+    assert app.invoke({"x": 1}) == {"x": 20}
+    assert Wrapping.seen == ["a", "b"]  # a wrapper is called as a wrapper
+    dbg.close()

@@ -973,6 +973,90 @@ class Debugger:
     def __repr__(self) -> str:
         return f"<flowdbg.Debugger {self._ctl.state_name()} bps={len(self.breakpoints)}>"
 
+    def save_breakpoints(
+        self, path: str | os.PathLike[str], *, key: str | None = None
+    ) -> list[Breakpoint]:
+        """Write the breakpoints to a JSON file, for :meth:`load_breakpoints` to set again.
+
+        Each is saved with its type, pattern, positions, kinds, condition, hit condition,
+        message, ``temporary`` and ``enabled`` (and its exception types, watched path or
+        argument pattern), not its id or hit count. A breakpoint whose condition is a Python
+        callable cannot be saved: it is left out with a :class:`UserWarning` naming it.
+
+        :param path: the file (its folder is created if needed).
+        :param key: keep the breakpoints under this name, beside those the file keeps under
+            other names (the terminal debugger keys them by target, ``app.py:graph``); saving
+            none removes the name.
+        :returns: the breakpoints saved.
+        """
+        import warnings
+
+        from flowdbg import _saved
+
+        saved: list[Breakpoint] = []
+        for bp in self.breakpoints:
+            if bp.has_callable_condition:
+                warnings.warn(
+                    f"breakpoint {bp.describe()} has a Python callable condition, "
+                    "which cannot be saved; it is left out (give it an expression string to "
+                    "save it)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                continue
+            saved.append(bp)
+        _saved.write(path, [_saved.data_of(bp) for bp in saved], key)
+        return saved
+
+    def load_breakpoints(
+        self, path: str | os.PathLike[str], *, key: str | None = None
+    ) -> list[Breakpoint]:
+        """Set the breakpoints :meth:`save_breakpoints` wrote to ``path``, each with a new id
+        and no hits.
+
+        A saved breakpoint like one already set is not set twice; one that cannot be set (its
+        condition no longer checks, say) is left out with a :class:`UserWarning` naming it.
+
+        :param path: the file.
+        :param key: the name they were saved under; a name the file does not hold sets none.
+        :returns: the breakpoints set.
+        :raises BreakpointError: when the file is missing or is not a breakpoints file.
+        """
+        import warnings
+
+        from flowdbg import _saved
+
+        added: list[Breakpoint] = []
+        for item in _saved.read(path, key):
+            if any(_saved.same(item, _saved.data_of(bp)) for bp in self.breakpoints):
+                continue
+            try:
+                bp_type = BreakpointType(item.get("type"))
+                bp = self._add(
+                    bp_type,
+                    pattern=item.get("pattern", "*"),
+                    positions=tuple(item.get("positions") or (Position.BEFORE.value,)),
+                    kinds=None if item.get("kinds") is None else tuple(item["kinds"]),
+                    condition=item.get("condition"),
+                    hit_condition=item.get("hit_condition"),
+                    temporary=bool(item.get("temporary", False)),
+                    enabled=bool(item.get("enabled", True)),
+                    exception_types=tuple(item.get("exception_types") or ()),
+                    watch_path=item.get("watch_path"),
+                    args_pattern=item.get("args_pattern"),
+                    message=item.get("message"),
+                )
+            except (ValueError, TypeError) as exc:  # BreakpointError is a ValueError
+                warnings.warn(
+                    f"saved breakpoint {item.get('type')!r} {item.get('pattern')!r} in "
+                    f"{os.fspath(path)!r} cannot be set and is left out: {exc}",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                continue
+            added.append(bp)
+        return added
+
 
 _FALSE = frozenset({"0", "false", "no", "off"})
 

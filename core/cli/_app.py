@@ -7,9 +7,13 @@ import fnmatch
 import json
 import os
 import shlex
+import shutil
 import sqlite3
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -19,14 +23,31 @@ from flowdbg.adapter import NOT_RESUMING, RunOptions
 from flowdbg.errors import FlowdbgError, Terminated
 
 from ._envelope import emit_json, jsonable
-from ._render import Out, graph_tree, is_open, node_names, short_id, text_table
+from ._render import (
+    Out,
+    as_json_text,
+    graph_tree,
+    is_open,
+    node_names,
+    short_id,
+    state_table,
+    text_table,
+)
 from ._repl import EchoSource, LineSource, Outcome, Session, position_hint, split_node
 
 if TYPE_CHECKING:
     from flowdbg.adapter import Adapter, AdapterInfo, Demo
     from flowdbg.debugger import Debugger, RunHandle
 
-__all__ = ["CliError", "FlowdbgGroup", "db_label", "db_option", "make_cli", "resolve_db"]
+__all__ = [
+    "CliError",
+    "FlowdbgGroup",
+    "command_name",
+    "db_label",
+    "db_option",
+    "make_cli",
+    "resolve_db",
+]
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -263,6 +284,23 @@ def _db_hint(db: str | None) -> str:
     return f" --db {shlex.quote(db)}"
 
 
+def command_name() -> str:
+    """``flowdbg`` as the user ran it, for the commands a message suggests: the path typed
+    (``.venv/bin/flowdbg``) when that is not the ``flowdbg`` found on ``PATH``, else ``flowdbg``.
+    """
+    typed = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(typed)
+    if name.lower().endswith(".exe"):
+        name = name[:-4]
+    if name != "flowdbg" or os.path.dirname(typed) == "":
+        return "flowdbg"  # from PATH, or not the console script (python -m, a test runner)
+    found = shutil.which("flowdbg")
+    with contextlib.suppress(OSError):
+        if found is not None and os.path.samefile(found, typed):
+            return "flowdbg"
+    return shlex.quote(typed)
+
+
 def db_option(fn: Any) -> Any:
     """``--db PATH`` for commands that touch the store."""
     return click.option(
@@ -383,6 +421,8 @@ def debug_session(
     source: LineSource | None = None,
     db: str | None = None,
     options: RunOptions | None = None,
+    saved: SavedBreakpoints | None = None,
+    output: str | None = None,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
@@ -391,6 +431,9 @@ def debug_session(
     :meth:`flowdbg.Adapter.is_async` says so) after checking ``options``.
 
     :param options: how to run it (config, resume value, the adapter's own options).
+    :param saved: where the target's breakpoints are kept between sessions: they are restored
+        before the run and saved after it.
+    :param output: a file to write the whole result to, as JSON.
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
     :returns: the exit code: 0 when the run completed, 1 when it failed or was terminated.
@@ -405,6 +448,8 @@ def debug_session(
     _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
+    # after those given now, so that one given again is not set twice
+    restored = [] if saved is None else saved.restore(dbg, out)
     run = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
     name = description.get("name") or type(target).__name__
     session = Session(dbg, out, description=description, source=source)
@@ -422,7 +467,10 @@ def debug_session(
         dbg.terminate()
         outcome = Outcome.QUIT
     hint = _failure_hint(adapter, target, options)
-    return _report(dbg, handle, outcome, out, db, hint=hint)
+    code = _report(dbg, handle, outcome, out, db, hint=hint, output=output)
+    if saved is not None:
+        saved.save(dbg, out, restored)
+    return code
 
 
 def _failure_hint(
@@ -447,6 +495,7 @@ def _report(
     db: str | None,
     *,
     hint: Callable[[BaseException], str | None] | None = None,
+    output: str | None = None,
 ) -> int:
     try:
         exc = handle.exception(timeout=30)
@@ -456,20 +505,23 @@ def _report(
     out.line("")
     failure: str | None = None
     run_id = handle.run_id
+    prog = command_name()
     try:
         log = None if run_id is None else handle.log
     except LookupError:  # no longer in memory
         log = None
     if exc is None:
         if log is not None and log.run.status == "suspended":
-            out.line(
-                "run suspended: it waits for the framework's resume (flowdbg run --resume "
-                "VALUE); result so far:",
-                style="bold",
+            title = (
+                f"run suspended: it waits for the framework's resume ({prog} run --resume "
+                "VALUE); result so far"
             )
         else:
-            out.line("run completed; result:", style="bold")
-        out.block(json.dumps(jsonable(handle.result()), indent=2, ensure_ascii=False), "  ")
+            title = "run completed; result"
+        elsewhere = None
+        if run_id is not None and dbg.store is not None:
+            elsewhere = f"{prog} runs show {short_id(run_id)}{_db_hint(db)} --json"
+        _print_result(out, title, handle.result(), output=output, elsewhere=elsewhere)
     elif isinstance(exc, Terminated):
         out.line("run terminated" + (" (quit)" if outcome is Outcome.QUIT else ""), style="bold")
     else:
@@ -491,13 +543,143 @@ def _report(
             out.line("")
             out.line(
                 f"recorded to {db_label(store.path)}; look at it with: "
-                f"flowdbg runs show {short_id(run_id)}{_db_hint(db)}"
+                f"{prog} runs show {short_id(run_id)}{_db_hint(db)}"
             )
     else:
         out.line("no run started")
+    if output is not None and exc is not None:
+        out.line(f"no result: {output} not written")
     if failure is not None:
         click.echo(f"error: {failure}", err=True)
     return 0 if exc is None else 1
+
+
+#: a result longer than this as JSON is shown as a table of its keys, each value cut
+_RESULT_CHARS = 2_000
+_RESULT_ROWS = 20
+_PREVIEW_CHARS = 100
+
+
+def _print_result(
+    out: Out, title: str, result: Any, *, output: str | None, elsewhere: str | None
+) -> None:
+    """Print a run's result: whole as JSON when short, else a table of its keys with the
+    start of each value, and how to see all of it; write it all to ``output``."""
+    from flowdbg._values import summarize
+
+    text = as_json_text(result)
+    if output is not None:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+    if len(text) <= _RESULT_CHARS:
+        out.line(f"{title}:", style="bold")
+        out.block(text, "  ")
+        if output is not None:
+            out.line(f"  (written to {output} as JSON)")
+        return
+    out.line(f"{title} (cut: it is {len(text):,} characters as JSON):", style="bold")
+    rows = summarize(result, preview_chars=_PREVIEW_CHARS)
+    out.show(state_table(rows[:_RESULT_ROWS]))
+    left_out = [f"every value past its first {_PREVIEW_CHARS} characters"]
+    if len(rows) > _RESULT_ROWS:
+        left_out.append(f"{len(rows) - _RESULT_ROWS:,} of its {len(rows):,} keys")
+    if output is not None:
+        see = f"all of it is in {output}"
+    else:
+        see = "see all of it with --output FILE (JSON)"
+        if elsewhere is not None:
+            see += f" or {elsewhere}"
+    out.line(f"  left out: {' and '.join(left_out)}; {see}")
+
+
+def _check_output(output: str | None) -> None:
+    """Refuse an ``--output`` file that could not be written, before anything runs."""
+    if output is None:
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise CliError(f"--output {output} is a folder; give a file, e.g. {path / 'result.json'}")
+    if not path.parent.is_dir():
+        raise CliError(
+            f"--output {output}: there is no folder {str(path.parent)!r}; create it first"
+        )
+
+
+@dataclass(frozen=True)
+class SavedBreakpoints:
+    """Where the terminal debugger keeps the breakpoints of one target between sessions:
+    ``breakpoints.json`` in the folder of the database in use, under the target's key.
+
+    :param file: the JSON file.
+    :param key: the target, its file relative to the folder holding the database's folder
+        (for ``./.flowdbg/flowdbg.db``, the project's folder: ``app.py:graph`` from any
+        working folder), or absolute when outside it.
+    :param shown: the target as typed, for messages.
+    """
+
+    file: Path
+    key: str
+    shown: str
+
+    @classmethod
+    def of(cls, target: str, db_path: str | os.PathLike[str]) -> SavedBreakpoints:
+        """Those of ``target`` (as typed), beside the database ``db_path``."""
+        folder = Path(os.path.abspath(db_path)).parent
+        root = folder.parent
+        where, sep, obj = target.rpartition(":")
+        key = target
+        if sep and (where.endswith(".py") or "/" in where or os.sep in where):
+            path = Path(os.path.abspath(where))
+            if root != Path(root.anchor):  # relative to a whole disk says no more
+                with contextlib.suppress(ValueError):
+                    path = path.relative_to(root)
+            key = f"{path.as_posix()}:{obj}"
+        return cls(folder / "breakpoints.json", key, target)
+
+    def restore(self, dbg: Debugger, out: Out) -> list[dict[str, Any]]:
+        """Set the saved breakpoints on ``dbg``, saying so; returns what was saved."""
+        from flowdbg import _saved
+        from flowdbg.errors import BreakpointError
+
+        if not self.file.exists():
+            return []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                items = _saved.read(self.file, self.key)
+                added = dbg.load_breakpoints(self.file, key=self.key)
+            except BreakpointError as exc:
+                items, added = [], []
+                click.echo(f"warning: {exc}; starting without saved breakpoints", err=True)
+        for warning in caught:
+            click.echo(f"warning: {warning.message}", err=True)
+        if added:
+            count = f"{len(added)} breakpoint{'s' if len(added) != 1 else ''}"
+            out.line(
+                f"restored {count} saved for {self.shown} (--no-saved-breakpoints starts "
+                "without them):"
+            )
+            for bp in added:
+                out.line(f"  {bp.describe()}")
+        return items
+
+    def save(self, dbg: Debugger, out: Out, before: Sequence[Mapping[str, Any]]) -> None:
+        """Save the breakpoints ``dbg`` has now, saying so when they differ from ``before``."""
+        from flowdbg import _saved
+
+        now = [_saved.data_of(bp) for bp in dbg.breakpoints if not bp.has_callable_condition]
+        if len(now) == len(before) and all(map(_saved.same, now, before)):
+            return
+        try:
+            dbg.save_breakpoints(self.file, key=self.key)
+        except OSError as exc:
+            click.echo(f"warning: cannot save the breakpoints to {self.file}: {exc}", err=True)
+            return
+        where = db_label(self.file)
+        if now:
+            count = f"{len(now)} breakpoint{'s' if len(now) != 1 else ''}"
+            out.line(f"saved {count} for {self.shown} to {where}; the next run of it restores them")
+        else:
+            out.line(f"no breakpoints left: forgot those saved for {self.shown} in {where}")
 
 
 def _make_debugger(
@@ -558,6 +740,16 @@ class RunCommand(click.Command):
 )
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
+@click.option(
+    "--output",
+    metavar="FILE",
+    help="write the run's whole result to FILE as JSON (the terminal shows a long one cut)",
+)
+@click.option(
+    "--no-saved-breakpoints",
+    is_flag=True,
+    help="start without the breakpoints saved by the last session of TARGET, and keep them",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record the run to the database")
 @click.pass_context
@@ -573,6 +765,8 @@ def run_command(
     stop_on_entry: bool,
     db: str | None,
     no_record: bool,
+    output: str | None,
+    no_saved_breakpoints: bool,
     **adapter_values: Any,
 ) -> None:
     """Run TARGET under the terminal debugger.
@@ -583,6 +777,9 @@ def run_command(
 
     The options after --resume are those of the adapters (each names its framework); a
     target of another adapter refuses them.
+
+    The breakpoints a session ends with are saved for TARGET beside the database
+    (breakpoints.json) and set again at the next run of TARGET.
     """
     from ._target import load_target
 
@@ -594,8 +791,13 @@ def run_command(
     if resume_json is not None:
         resume = _loads(resume_json, "--resume", """a string needs quotes: --resume '"yes"'""")
     given = _given_options(ctx, adapter_values)
+    _check_output(output)
     out = Out()
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
+    store = dbg.store
+    saved = None
+    if not no_saved_breakpoints:
+        saved = SavedBreakpoints.of(target, store.path if store is not None else resolve_db(db))
     try:
         obj = load_target(target, dbg)
         _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
@@ -610,6 +812,8 @@ def run_command(
             stop_on_entry=stop_on_entry,
             db=db,
             options=options,
+            saved=saved,
+            output=output,
         )
     finally:
         dbg.close()
@@ -693,8 +897,9 @@ def demo_command(ctx: click.Context, interactive: bool, framework: str, db: str 
     # the input goes through its JSON text, as the command shown would pass it
     text = json.dumps(demo.input)
     out = Out()
-    command = f"flowdbg run {demo.target} --stop-on-entry --input {shlex.quote(text)}" + _db_hint(
-        db
+    command = (
+        f"{command_name()} run {demo.target} --stop-on-entry --input {shlex.quote(text)}"
+        + _db_hint(db)
     )
     out.line(f"$ {command}", style="bold")
     source: LineSource | None = None

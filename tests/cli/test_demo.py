@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,32 @@ def test_langgraph_demo_without_langgraph_says_what_to_install(run_cli: Cli, db:
     message = run_cli.error("demo", "--framework", "langgraph")
     assert "the langgraph demo cannot run here: adapter 'langgraph' needs langgraph" in message
     assert "pip install 'flowdbg[langgraph]'" in message
+
+
+def test_the_commands_shown_name_flowdbg_as_it_was_run(
+    run_cli: Cli, db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as the README has it run: .venv/bin/flowdbg demo
+    script = tmp_path / "project" / ".venv" / "bin" / "flowdbg"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n", encoding="utf-8")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [".venv/bin/flowdbg", "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "elsewhere"))
+    out = run_cli("demo").stdout
+    assert out.startswith("$ .venv/bin/flowdbg run flowdbg.cli._demo:build_graph --stop-on-entry ")
+    assert re.search(r"look at it with: \.venv/bin/flowdbg runs show \w{8}$", out, flags=re.M)
+
+    # the same script found on PATH: plain flowdbg works there
+    monkeypatch.setenv("PATH", str(script.parent))
+    out = run_cli("demo").stdout
+    assert out.startswith("$ flowdbg run flowdbg.cli._demo:build_graph")
+    assert re.search(r"look at it with: flowdbg runs show \w{8}$", out, flags=re.M)
+
+
+def test_the_commands_shown_name_flowdbg_under_python_m(
+    run_cli: Cli, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/site-packages/flowdbg/cli/__main__.py"])
+    out = run_cli("demo").stdout
+    assert out.startswith("$ flowdbg run ")

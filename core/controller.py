@@ -41,7 +41,6 @@ _BEFORE = Position.BEFORE.value
 #: event-loop turns wait_for_stop_async gives a just-started task to open its run
 _START_GRACE = 3
 _AFTER = Position.AFTER.value
-_ERROR = Position.ERROR.value
 
 # When several reasons apply at one point, the strongest is reported.
 _STRENGTH = {
@@ -84,8 +83,11 @@ def _caused_by(unit: Unit | None, run_id: str, step: int) -> bool:
     for _ in range(_CAUSES_MAX):
         if unit is None:
             return False
-        if unit.step == step and unit.run.info.run_id == run_id:
-            return True
+        if unit.run.info.run_id == run_id:
+            if unit.step == step:
+                return True
+            if unit.step < step:  # causes come earlier: the origin is not further back
+                return False
         unit = unit.cause
     return False
 
@@ -196,9 +198,6 @@ class Controller:
         self.history: collections.deque[RunScope] = collections.deque(maxlen=20)
         #: True when nothing can stop, log or observe: every point returns at once.
         self.quiet = True
-        #: False when no observer or breakpoint can look at the state of an after point, so
-        #: adapters may skip computing it.
-        self.wants_after_state = False
         hooks.listen(self._hooks_changed)
         self._hooks_changed()
 
@@ -213,12 +212,6 @@ class Controller:
     def _refresh(self) -> None:
         """Recompute the fast-path flags (call with the lock held or before sharing)."""
         self._matchers = [b.compiled for b in self._bps]
-        self.wants_after_state = bool(
-            self.observe_events
-            or self._pause
-            or self._steps
-            or any(_AFTER in b.positions or _ERROR in b.positions for b in self._bps)
-        )
         self.quiet = not (
             self._bps
             or self._steps
@@ -280,11 +273,20 @@ class Controller:
 
     # ------------------------------------------------------------------- runs
 
-    def begin_run(self, *, framework: str, name: str, input: Any, parent: Unit | None) -> RunScope:
+    def begin_run(
+        self,
+        *,
+        framework: str,
+        name: str,
+        input: Any,
+        parent: Unit | None,
+        target: Any = None,
+    ) -> RunScope:
         if parent is not None and parent.run.ctl is not self:
             parent = None  # a unit of another debugger: this run is top-level here
         info = new_run_info(framework, name, parent, input)
         scope = RunScope(self, info, parent)
+        scope.target = target
         if parent is None:
             with self._lock:
                 self._roots[info.run_id] = scope
@@ -324,6 +326,10 @@ class Controller:
                     history.popleft()._release()  # frees it now, not in a garbage collection
                 history.append(scope)
                 self._roots.pop(info.run_id, None)
+                if self.running:  # units an adapter never closed do not outlive their run
+                    self.running.difference_update(
+                        [unit for unit in list(self.running) if unit.run.root is scope]
+                    )
                 stepping = self._steps.pop(info.run_id, None) if self._steps else None
                 self._finished_any = True
                 self._last_end_terminated = info.status is RunStatus.TERMINATED
@@ -374,6 +380,10 @@ class Controller:
         stop = self._check(unit, position, state, input, output, error, decision, resolve)
         if stop is None:
             return input if position == _BEFORE else output
+        if not stop._published:  # its state is resolved outside the lock: framework code
+            assert resolve is not None
+            stop.state, stop.decision = unit.look(position, output, resolve)
+            self._publish(stop)
         while not stop._event.wait(self.idle_timeout):
             self._idle_resume(stop)
         action = stop._action
@@ -396,9 +406,7 @@ class Controller:
         if resolve is not None and state is None and self._reads_state(unit, position):
             state, decision = await self._alook(unit, position, output, decision, resolve)
             resolve = None
-        stop = self._check(
-            unit, position, state, input, output, error, decision, resolve, publish=False
-        )
+        stop = self._check(unit, position, state, input, output, error, decision, resolve)
         if stop is not None and resolve is not None and not stop._published:
             stop.state, stop.decision = await self._alook(unit, position, output, decision, resolve)
             self._publish(stop)
@@ -428,12 +436,10 @@ class Controller:
         error: BaseException | None,
         decision: Any,
         resolve: Callable[[Any], tuple[Any, Any]] | None = None,
-        *,
-        publish: bool = True,
     ) -> Stop | None:
-        """Emit the event and decide whether it stops; open the stop if so. With ``publish``
-        false and a state still to resolve, the stop is returned unopened (an async point
-        awaits the state, then calls :meth:`_publish`)."""
+        """Emit the event and decide whether it stops; open the stop if so. With a state still
+        to resolve, the stop is returned unopened: its point resolves the state outside the
+        lock (awaiting it, at an async point), then calls :meth:`_publish`."""
         root = unit.run.root
         if root.terminated:
             raise Terminated()
@@ -548,9 +554,8 @@ class Controller:
                     reason = StopReason.ENTRY
             if reason is None:
                 return None
-            if resolve is not None and publish:  # the stop shows them
-                state, decision = unit.look(position, output, resolve)
-                event = None
+            if root.released:  # detached meanwhile (see release)
+                return None
             reqs = self._steps.get(root.run_id)
             if reqs:
                 # A stop on a branch ends any step still pending on that branch (DAP habit: a
@@ -576,7 +581,7 @@ class Controller:
                 message=getattr(unit, "note", None),
                 _unit=unit,
             )
-            if resolve is not None and not publish:
+            if resolve is not None:  # the point resolves the state, then opens it (_publish)
                 return stop
             self._open(stop)
         self.hooks.on_stop(stop=stop)
@@ -636,11 +641,14 @@ class Controller:
         return unit.looked(position, state, decision if resolved is None else resolved)
 
     def _publish(self, stop: Stop) -> None:
-        """Open a stop built without its state (an async point resolved it since)."""
+        """Open a stop built without its state (its point resolved it since, outside the lock:
+        resolving runs framework code, reducers maybe, which must not hold other branches)."""
         unit = stop._unit
         with self._lock:
-            if unit is not None and unit.run.root.terminated:
-                stop._action = Action.TERMINATE  # terminate() came first: do not hold
+            root = None if unit is None else unit.run.root
+            if root is not None and (root.terminated or root.released):
+                # terminate() or detach() came first: do not hold
+                stop._action = Action.TERMINATE if root.terminated else Action.CONTINUE
                 stop._event.set()
                 return
             self._open(stop)

@@ -367,14 +367,17 @@ class Debugger:
         """
         with LOCK:
             if target is None:
+                detached = [obj for obj, _ in self._attached.values()]
                 for obj, adapter in list(self._attached.values()):
                     adapter.detach(obj)
                 self._attached.clear()
             else:
                 entry = self._attached.pop(id(target), None)
+                detached = [] if entry is None else [target]
                 if entry is not None:
                     entry[1].detach(entry[0])
-        held = self._ctl.release(lambda scope: target is None or scope.target is target)
+        # (runs of an installed adapter or begun without a target are not these targets')
+        held = self._ctl.release(lambda scope: any(scope.target is obj for obj in detached))
         if held:
             what = "every target" if target is None else f"{type(target).__name__} {target!r:.60}"
             log.warning(
@@ -422,9 +425,9 @@ class Debugger:
         """
         if parent is _AUTO:
             parent = current_unit()
-        scope = self._ctl.begin_run(framework=framework, name=name, input=input, parent=parent)
-        scope.target = target
-        return scope
+        return self._ctl.begin_run(
+            framework=framework, name=name, input=input, parent=parent, target=target
+        )
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an

@@ -78,7 +78,9 @@ def flowdbg_on_event(debugger: Debugger, event: Event) -> None:
 @hookspec
 def flowdbg_on_step(debugger: Debugger, unit: Unit) -> None:
     """A unit finished: its ``after``, ``error`` or discard, or, for a unit whose state the
-    framework commits later, once that state is known.
+    framework commits later, once that state is known. Also, with ``unit.status ==
+    "running"``, a unit still running when its run was terminated (so that a record names a
+    call that never returns); it is reported again when it finishes.
 
     This is the one channel for finished units: the built-in recorder is a plugin implementing
     it. Unlike :func:`flowdbg_on_event` it keeps the debugger's fast path, so it must cost next

@@ -184,6 +184,7 @@ class RunScope:
         units, self.units = self.units, []
         children, self.children = self.children, []
         for unit in units:
+            unit.cause = None  # may be a unit of another run
             frame = unit._frame
             if frame is not None:  # shares the lists above and points back at its unit
                 unit._frame = None
@@ -650,8 +651,7 @@ class Unit:
         except BaseException as exc:  # flowdbg.Terminated, cancellation
             self.discard(exc)
             raise
-        decision = None if decide is None else decide(output)
-        return self.after(output=output, state=state, decision=decision)
+        return self.after(output=output, state=state, decision=_decided(decide, output))
 
     async def acall(
         self,
@@ -677,8 +677,7 @@ class Unit:
         except BaseException as exc:
             self.discard(exc)
             raise
-        decision = None if decide is None else decide(output)
-        return await self.aafter(output=output, state=state, decision=decision)
+        return await self.aafter(output=output, state=state, decision=_decided(decide, output))
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
         if status == "failed" and isinstance(exc, Terminated):
@@ -763,6 +762,17 @@ class Unit:
 
     def __repr__(self) -> str:
         return f"<Unit {self.kind} {self.node!r} step {self.step} of {self.run.run_id}>"
+
+
+def _decided(decide: Callable[[Any], Any] | None, output: Any) -> Any:
+    """``decide(output)``, or ``None`` when there is none or it fails (a decision is shown,
+    never a reason for the unit to fail)."""
+    if decide is None:
+        return None
+    try:
+        return decide(output)
+    except Exception:
+        return None
 
 
 def _at_before(resolve: Callable[[], Any]) -> Callable[[Any], tuple[Any, Any]]:

@@ -151,12 +151,29 @@ def test_adapters_use_only_public_api(path: Path) -> None:
                 for alias in node.names
                 if alias.name.startswith("_")
             ]
+        elif isinstance(node, ast.Import):
+            found += [
+                f"line {node.lineno}: import {alias.name}"
+                for alias in node.names
+                if alias.name.startswith("flowdbg")
+                and not alias.name.startswith(own)
+                and any(part.startswith("_") for part in alias.name.split("."))
+            ]
         elif (
             isinstance(node, ast.Attribute)
             and node.attr in private
             and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
         ):
             found.append(f"line {node.lineno}: .{node.attr}")
+        elif (  # getattr(obj, "_ctl") and the like
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in private
+        ):
+            found.append(f"line {node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
     assert found == [], f"{path.relative_to(ROOT)} uses private flowdbg API: {found}"
 
 

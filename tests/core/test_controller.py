@@ -799,46 +799,47 @@ def test_wait_for_stop_waits_for_a_run_still_to_begin(dbg: flowdbg.Debugger) -> 
 # ----------------------------------------------------------------------- the fast-path flags
 
 
-def flags(dbg: flowdbg.Debugger) -> tuple[bool, bool]:
-    return dbg._ctl.quiet, dbg._ctl.wants_after_state
+def flags(dbg: flowdbg.Debugger) -> bool:
+    """Whether the debugger is on its fast path (nothing can stop, log or observe)."""
+    return dbg._ctl.quiet
 
 
 def test_fast_path_flags_follow_the_breakpoints(dbg: flowdbg.Debugger) -> None:
-    assert flags(dbg) == (True, False)
+    assert flags(dbg) is True
     before = dbg.break_before("a")
-    assert flags(dbg) == (False, False)  # something may stop, but no one reads after states
+    assert flags(dbg) is False  # something may stop
     after = dbg.break_after("a")
-    assert flags(dbg) == (False, True)
+    assert flags(dbg) is False
     dbg.remove(after)
-    assert flags(dbg) == (False, False)
+    assert flags(dbg) is False
     dbg.remove(before)
-    assert flags(dbg) == (True, False)
-    cases: list[tuple[Callable[[], Breakpoint], tuple[bool, bool]]] = [
-        (lambda: dbg.watch("x"), (False, True)),
-        (lambda: dbg.break_on_exception(), (False, True)),
-        (lambda: dbg.break_on_tool(), (False, False)),
-        (lambda: dbg.break_on_handoff(), (False, False)),
-        (lambda: dbg.break_on_event(), (False, False)),
-        (lambda: dbg.logpoint("a", "m"), (False, False)),
-        (lambda: dbg.logpoint("a", "m", position="after"), (False, True)),
+    assert flags(dbg) is True
+    cases: list[tuple[Callable[[], Breakpoint], bool]] = [
+        (lambda: dbg.watch("x"), False),
+        (lambda: dbg.break_on_exception(), False),
+        (lambda: dbg.break_on_tool(), False),
+        (lambda: dbg.break_on_handoff(), False),
+        (lambda: dbg.break_on_event(), False),
+        (lambda: dbg.logpoint("a", "m"), False),
+        (lambda: dbg.logpoint("a", "m", position="after"), False),
     ]
     for add, expected in cases:
         bp = add()
         assert flags(dbg) == expected, bp.describe()
         dbg.remove(bp)
-        assert flags(dbg) == (True, False)
+        assert flags(dbg) is True
     dbg.break_after("a")
     dbg.break_before("b")
     dbg.clear()
-    assert flags(dbg) == (True, False)
+    assert flags(dbg) is True
 
 
 def test_a_temporary_breakpoint_going_away_restores_the_fast_path(dbg: flowdbg.Debugger) -> None:
     dbg.break_after("a", temporary=True)
-    assert flags(dbg) == (False, True)
+    assert flags(dbg) is False
     handle = dbg.start(run_of(dbg, "a", "b"))
     assert dbg.wait_for_stop(T) is not None
-    assert flags(dbg) == (True, False)  # removed when it stopped
+    assert flags(dbg) is True  # removed when it stopped
     dbg.resume()
     handle.result(T)
 
@@ -846,17 +847,17 @@ def test_a_temporary_breakpoint_going_away_restores_the_fast_path(dbg: flowdbg.D
 def test_fast_path_flags_follow_pause_and_stepping(dbg: flowdbg.Debugger) -> None:
     scope = dbg.begin_run(framework="test", name="t", input=None)
     dbg.pause()
-    assert flags(dbg) == (False, True)
+    assert flags(dbg) is False
     worker = Worker(through, scope, "a", superstep=1)
     assert dbg.wait_for_stop(T) is not None
     dbg.step_over()  # the pause ends, a step is pending
     worker.result()
-    assert flags(dbg) == (False, True)
+    assert flags(dbg) is False
     scope.end(output=None)  # the run's end drops its pending step
-    assert flags(dbg) == (True, False)
+    assert flags(dbg) is True
     dbg.pause()
     dbg.terminate()  # ends the pause too
-    assert flags(dbg) == (True, False)
+    assert flags(dbg) is True
 
 
 def test_a_pause_left_when_the_runs_end_does_not_stop_the_next_run(
@@ -866,7 +867,7 @@ def test_a_pause_left_when_the_runs_end_does_not_stop_the_next_run(
     through(scope, "a")
     dbg.pause()  # asked for just as the run ends: no point of it is left
     scope.end(output=None)
-    assert flags(dbg) == (True, False)
+    assert flags(dbg) is True
     handle = dbg.start(run_of(dbg, "b"))
     assert dbg.wait_for_stop(T) is None
     handle.result(T)
@@ -879,12 +880,12 @@ def test_fast_path_flags_with_entry_stops_and_observers() -> None:
             pass
 
     with flowdbg.Debugger(record=False, stop_on_entry=True) as d:
-        assert flags(d) == (False, False)
+        assert flags(d) is False
     with flowdbg.Debugger(record=False, plugins=[EventObserver()]) as d:
-        assert flags(d) == (False, True)
+        assert flags(d) is False
     with flowdbg.Debugger(record=False) as d:
         d.register_plugin(EventObserver())
-        assert flags(d) == (False, True)
+        assert flags(d) is False
 
 
 def test_after_state_is_resolved_only_when_someone_looks(dbg: flowdbg.Debugger) -> None:

@@ -504,6 +504,7 @@ def _report(
         return 1
     out.line("")
     failure: str | None = None
+    written = True
     run_id = handle.run_id
     prog = command_name()
     try:
@@ -521,7 +522,7 @@ def _report(
         elsewhere = None
         if run_id is not None and dbg.store is not None:
             elsewhere = f"{prog} runs show {short_id(run_id)}{_db_hint(db)} --json"
-        _print_result(out, title, handle.result(), output=output, elsewhere=elsewhere)
+        written = _print_result(out, title, handle.result(), output=output, elsewhere=elsewhere)
     elif isinstance(exc, Terminated):
         out.line("run terminated" + (" (quit)" if outcome is Outcome.QUIT else ""), style="bold")
     else:
@@ -551,7 +552,7 @@ def _report(
         out.line(f"no result: {output} not written")
     if failure is not None:
         click.echo(f"error: {failure}", err=True)
-    return 0 if exc is None else 1
+    return 0 if exc is None and written else 1
 
 
 #: a result longer than this as JSON is shown as a table of its keys, each value cut
@@ -562,20 +563,28 @@ _PREVIEW_CHARS = 100
 
 def _print_result(
     out: Out, title: str, result: Any, *, output: str | None, elsewhere: str | None
-) -> None:
+) -> bool:
     """Print a run's result: whole as JSON when short, else a table of its keys with the
-    start of each value, and how to see all of it; write it all to ``output``."""
+    start of each value, and how to see all of it; write it all to ``output``.
+
+    :returns: ``False`` when ``output`` could not be written.
+    """
     from flowdbg._values import summarize
 
     text = as_json_text(result)
+    written = True
     if output is not None:
-        Path(output).write_text(text + "\n", encoding="utf-8")
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:  # the run is over: say so, and show what it gave all the same
+            click.echo(f"error: cannot write the result to --output {output}: {exc}", err=True)
+            written, output = False, None
     if len(text) <= _RESULT_CHARS:
         out.line(f"{title}:", style="bold")
         out.block(text, "  ")
         if output is not None:
             out.line(f"  (written to {output} as JSON)")
-        return
+        return written
     out.line(f"{title} (cut: it is {len(text):,} characters as JSON):", style="bold")
     rows = summarize(result, preview_chars=_PREVIEW_CHARS)
     out.show(state_table(rows[:_RESULT_ROWS]))
@@ -589,6 +598,7 @@ def _print_result(
         if elsewhere is not None:
             see += f" or {elsewhere}"
     out.line(f"  left out: {' and '.join(left_out)}; {see}")
+    return written
 
 
 def _check_output(output: str | None) -> None:

@@ -178,3 +178,26 @@ def test_the_summary_counts_tool_calls_apart_from_nodes(run_cli: Cli, db: Path) 
     run_id = re.search(r"flowdbg runs show (\w{8})$", out, flags=re.M)
     assert run_id is not None
     assert summary in run_cli("runs", "show", run_id.group(1)).stdout
+
+
+def test_a_result_that_cannot_be_written_is_still_shown(run_cli: Cli, graphs: Path) -> None:
+    # the node makes a folder where the file should go, after --output was checked
+    (graphs / "late.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+
+            from flowdbg.adapters.stategraph import END, StateGraph
+
+            g = StateGraph(name="late")
+            g.add_node("n", lambda s: os.makedirs("late.json") or {"done": True})
+            g.set_entry_point("n")
+            g.add_edge("n", END)
+            graph = g.compile()
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = run_cli("run", "late.py:graph", "--output", "late.json", NO_REC, code=1)
+    assert result.stderr.startswith("error: cannot write the result to --output late.json: ")
+    assert '"done": true' in result.stdout

@@ -17,7 +17,10 @@ One policy, for every value flowdbg hands to a JSON consumer (``Event.to_dict``,
   since no UTF-8 output can carry it;
 - mapping keys that are not strings become text: an enum its value's, anything else ``str(key)``
   (``{1: "a"}`` gives ``{"1": "a"}``; two keys with the same text keep the later value);
-- lists and tuples become lists; anything else its ``repr``.
+- lists and tuples become lists; anything else its ``repr``;
+- secrets become ``"[REDACTED]"``, by key and by value (:mod:`flowdbg._redact`, the rules the
+  store applies): a JSON consumer (a log shipper, a CI artifact) must not receive what the
+  recording would not keep.
 
 The result is a tree of dict, list, str, int, float, bool and None that ``json.dumps(...,
 allow_nan=False)`` accepts and writes as UTF-8.
@@ -29,6 +32,7 @@ import math
 from enum import Enum
 from typing import Any
 
+from flowdbg._redact import redact
 from flowdbg._values import to_plain
 
 __all__ = ["jsonable", "strict_json"]
@@ -53,6 +57,10 @@ def strict_json(value: Any) -> Any:
     :param value: plain data.
     :returns: the same data under the module's policy.
     """
+    return _strict(redact(value))
+
+
+def _strict(value: Any) -> Any:
     # Exact types first: the common case, and never an enum member. Among subclasses, Enum
     # before str/int/float (a member of a str- or int-mixin enum is both) and bool before int.
     if value is None:
@@ -61,28 +69,28 @@ def strict_json(value: Any) -> Any:
     if kind is str:
         return _text(value)
     if kind is dict:
-        return {_key(k): strict_json(v) for k, v in value.items()}
+        return {_key(k): _strict(v) for k, v in value.items()}
     if kind is int or kind is bool:
         return value
     if kind is float:
         return value if math.isfinite(value) else _NON_FINITE[repr(value)]
     if kind is list or kind is tuple:
-        return [strict_json(v) for v in value]
+        return [_strict(v) for v in value]
     if isinstance(value, Enum):
-        return strict_json(value.value)
+        return _strict(value.value)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return strict_json(float(value))
+        return _strict(float(value))
     if isinstance(value, str):
         return _text(str.__str__(value))
     if isinstance(value, dict):
-        return {_key(k): strict_json(v) for k, v in value.items()}
+        return {_key(k): _strict(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    return _text(repr(value))
+        return [_strict(v) for v in value]
+    return _text(redact(repr(value)))  # a repr shows fields: Client(api_key='...')
 
 
 def _key(key: Any) -> str:

@@ -8,6 +8,11 @@ lists and tuples, chat messages, and stored values read back from a recorded run
   full ``repr``: a 10 MB string or a million-element list costs no more than a small one.
 * :func:`summarize` gives one :class:`KeySummary` row per top-level key of a state.
 
+What :func:`short_repr` and :func:`summarize` show is redacted under :mod:`flowdbg._redact`'s
+rules (secret keys, name/value records and pairs, secret parts of strings), as the store keeps
+it: the terminal shows no secret the recording would not keep. :func:`to_plain` keeps values
+as they are (its callers that write, such as :func:`flowdbg._json.jsonable`, redact).
+
 The structure helpers here (what counts as a model, a record, a sequence) are shared with
 :mod:`flowdbg._paths` and :mod:`flowdbg._diff`.
 """
@@ -25,9 +30,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from flowdbg._redact import REDACTED, Redactor, redactor
+
 __all__ = ["KeySummary", "short_repr", "summarize", "to_plain"]
 
 _ELLIPSIS = "\u2026"
+#: how far past what is shown a string is searched for secrets, so that a secret cut at the
+#: edge of a short repr is recognised (and not shown in part)
+_REDACT_MARGIN = 512
 _REPR_MAX_LEVEL = 6
 # The keys of a stored typed or opaque object (flowdbg.store._encode writes them).
 _TYPE_KEY = "__type__"
@@ -231,6 +241,13 @@ class _BoundedRepr:
 
     def put_string(self, value: str | bytes, depth: int) -> None:
         room = self.room(depth)
+        if isinstance(value, str):
+            # Only the part that can be shown is searched, so a huge string stays cheap.
+            reach = max(room, 0) + _REDACT_MARGIN
+            shown = value if len(value) <= reach else value[:reach]
+            redacted = _rules().text(shown)
+            if redacted is not shown:
+                value = redacted if shown is value else redacted + value[reach:]
         if len(value) + 2 <= room:  # cheap pre-check: most strings fit and need no slicing
             text = _safe_repr(value)
             if len(text) <= room:
@@ -257,14 +274,18 @@ class _BoundedRepr:
         brackets: tuple[str, str],
         depth: int,
         style: Literal["items", "pairs", "fields"] = "items",
+        record_of: Mapping[Any, Any] | None = None,
     ) -> None:
         """Put a bracketed, comma-separated run of items, stopping where the budget runs out.
 
         ``style`` says what each item is: a value, a ``(key, value)`` pair shown ``key: value``,
-        or a ``(name, value)`` field shown ``name=value``.
+        or a ``(name, value)`` field shown ``name=value``; the values of secret keys are shown
+        redacted, and so is the ``"value"`` of ``record_of`` when it is a name/value record of
+        a secret.
         """
         opener, closer = brackets
         self.put(opener)
+        record = record_of is not None and _rules().record_secret(record_of)
         if depth >= _REPR_MAX_LEVEL and count:
             self.put(_ELLIPSIS + closer)
             return
@@ -281,10 +302,10 @@ class _BoundedRepr:
                 if self.cut:
                     self.put(_ELLIPSIS)
                 else:
-                    self.emit(item[1], depth + 1)
+                    self.emit(_shown_item(item, record), depth + 1)
             elif style == "fields":
                 self.put(f"{item[0]}=")
-                self.emit(item[1], depth + 1)
+                self.emit(_shown_item(item, record), depth + 1)
             else:
                 self.emit(item, depth + 1)
             if self.cut:
@@ -313,6 +334,9 @@ class _BoundedRepr:
             self.active.discard(id(value))
 
     def emit_container(self, value: Any, kind: type, depth: int) -> None:
+        if isinstance(value, list | tuple) and _rules().pair_secret(value):
+            value = (value[0], REDACTED) if isinstance(value, tuple) else [value[0], REDACTED]
+            kind = type(value)
         if kind is list or (isinstance(value, list) and kind.__repr__ is list.__repr__):
             self.put_items(value, len(value), ("[", "]"), depth)
         elif kind is tuple or (isinstance(value, tuple) and kind.__repr__ is tuple.__repr__):
@@ -321,7 +345,7 @@ class _BoundedRepr:
         elif isinstance(value, dict) and kind.__repr__ is dict.__repr__:
             name = _typed_object_name(value)
             if name is None:
-                self.put_items(value.items(), len(value), ("{", "}"), depth, "pairs")
+                self.put_items(value.items(), len(value), ("{", "}"), depth, "pairs", value)
             else:
                 typed = _typed_object_fields(value)
                 self.put_items(typed, len(value) - 1, (f"{name}(", ")"), depth, "fields")
@@ -339,7 +363,8 @@ class _BoundedRepr:
             fields = _repr_fields(value)
             self.put_items(fields, len(fields), (f"{kind.__name__}(", ")"), depth, "fields")
         elif isinstance(value, Mapping):
-            self.put_items(value.items(), len(value), (f"{kind.__name__}({{", "})"), depth, "pairs")
+            brackets = (f"{kind.__name__}({{", "})")
+            self.put_items(value.items(), len(value), brackets, depth, "pairs", value)
         elif isinstance(value, bytearray):
             self.put(f"{kind.__name__}(")
             self.put_string(bytes(value[: self.room(depth) + 1]), depth + 1)
@@ -347,7 +372,31 @@ class _BoundedRepr:
         elif _is_collection_sequence(value) and not isinstance(value, range):
             self.put_items(value, len(value), (f"{kind.__name__}([", "])"), depth)
         else:
-            self.put_clipped(_safe_repr(value), depth)
+            self.put_clipped(_rules().text(_safe_repr(value)), depth)
+
+
+_redactor: Redactor | None = None
+
+
+def _rules() -> Redactor:
+    """The default redaction rules (made on first use, not at import)."""
+    global _redactor
+    if _redactor is None:
+        _redactor = redactor()
+        assert _redactor is not None
+    return _redactor
+
+
+def _shown_item(item: tuple[Any, Any], record: bool) -> Any:
+    """The value of a ``(key, value)`` item as shown: redacted under a secret key."""
+    key, value = item
+    if (
+        value is not None
+        and type(key) is str
+        and (_rules().is_secret_key(key) or (record and key == "value"))
+    ):
+        return REDACTED
+    return value
 
 
 def _typed_object_name(value: dict[Any, Any]) -> str | None:
@@ -523,7 +572,7 @@ def summarize(state: Any, *, preview_chars: int = 60) -> list[KeySummary]:
             key=key,
             type=_type_name(value),
             size=_size_of(value),
-            preview=short_repr(value, preview_chars),
+            preview=short_repr(_shown_item((key, value), False), preview_chars),
         )
         for key, value in rows
     ]

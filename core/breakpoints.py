@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from flowdbg._expr import Expression, compile_expression, render_template
+from flowdbg._redact import redact, redact_text
 from flowdbg.errors import BreakpointError, ExpressionError, PathError
 from flowdbg.events import Event, Kind, Position
 
@@ -259,9 +260,15 @@ class Breakpoint(BaseModel):
         return c.matches_payload(event, unit)
 
     def render(self, event: Event, value: Any = None) -> str:
-        """Render a logpoint's message for ``event``."""
+        """Render a logpoint's message for ``event``, secrets redacted as the store redacts
+        them: the values a template reads are redacted by key (``{state}`` shows
+        ``'api_key': '[REDACTED]'``, and so does ``{state[api_key]}``), and the message by value
+        (a token or a URL password that an object's repr shows).
+        """
         assert self.message is not None
-        return render_template(self.message, condition_names(event, hits=self.hits, value=value))
+        names = condition_names(event, hits=self.hits, value=value)
+        redacted = {name: redact(item) for name, item in names.items()}
+        return redact_text(render_template(self.message, redacted))
 
     def describe(self) -> str:
         """One line describing the breakpoint, for listings."""

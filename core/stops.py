@@ -11,6 +11,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._json import jsonable
+from flowdbg._redact import redact, redact_text
 from flowdbg.errors import EditRefused, FlowdbgError
 from flowdbg.events import ErrorInfo, Location, Position
 
@@ -161,7 +162,9 @@ class Stop:
         return diff(self.state_before, self.state)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable description of the stop."""
+        """Return a JSON-serializable description of the stop, secrets redacted (the values by
+        :func:`~flowdbg._json.jsonable`; the error's message and traceback and the message, which
+        may quote a URL with its password or a token, by value)."""
         err = self.error
         return {
             "id": self.id,
@@ -172,9 +175,9 @@ class Stop:
             "state": jsonable(self.state),
             "input": jsonable(self.input),
             "output": jsonable(self.output),
-            "error": None if err is None else err.to_dict(),
+            "error": None if err is None else redact(err.to_dict()),
             "decision": jsonable(self.decision),
-            "message": self.message,
+            "message": None if self.message is None else redact_text(self.message),
             "created_at": self.created_at,
             "editable": self._editable_here(),
             "edited": self._edited,

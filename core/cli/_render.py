@@ -15,6 +15,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from flowdbg._json import jsonable
+from flowdbg._redact import redact, redact_text
 from flowdbg._values import KeySummary, short_repr, to_plain
 
 __all__ = [
@@ -57,22 +58,26 @@ def make_console(*, stderr: bool = False) -> Console:
 
 
 class Out:
-    """Where a command prints: plain lines, styled text and rich renderables, in order."""
+    """Where a command prints: plain lines, styled text and rich renderables, in order.
+
+    Lines are redacted (:func:`flowdbg._redact.redact_text`) as they are printed: an error
+    message or a traceback may quote a URL with its password or a token, as values may.
+    """
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or make_console()
 
     def line(self, text: str = "", style: str | None = None) -> None:
-        """Print one line as is (never wrapped or interpreted as markup)."""
-        self.console.print(Text(text, style=style or ""), soft_wrap=True)
+        """Print one line as is (never wrapped or interpreted as markup), secrets redacted."""
+        self.console.print(Text(redact_text(text), style=style or ""), soft_wrap=True)
 
     def show(self, renderable: Any) -> None:
         """Print a rich renderable (a tree, a :class:`~rich.text.Text`: never wrapped)."""
         self.console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
     def block(self, text: str, indent: str = "") -> None:
-        """Print several lines, each indented."""
-        for piece in text.splitlines() or [""]:
+        """Print several lines, each indented (redacted whole: a private key spans lines)."""
+        for piece in redact_text(text).splitlines() or [""]:
             self.line(indent + piece)
 
 
@@ -106,12 +111,12 @@ _BUILTIN_TYPES = (dict, list, tuple, set, frozenset, str, bytes, int, float, boo
 
 def pretty(value: Any, width: int = 100) -> str:
     """A value pretty-printed over several lines (plain containers, framework objects as
-    their fields)."""
+    their fields), secrets redacted."""
     if _plain_data(value):  # kept as it is: a tuple prints as a tuple
-        return pprint.pformat(value, width=width, sort_dicts=False)
+        return pprint.pformat(redact(value), width=width, sort_dicts=False)
     # framework objects, also inside containers, print as their fields: a list of messages
     # prints like one message does
-    plain = to_plain(value)
+    plain = redact(to_plain(value))
     if isinstance(plain, str) and not isinstance(value, str):
         return plain
     return pprint.pformat(plain, width=width, sort_dicts=False)

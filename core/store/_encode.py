@@ -3,8 +3,11 @@
 **Plain values.** :class:`Encoder` (and :func:`encode_value`) turns whatever a framework hands
 over into JSON values: pydantic models (``model_dump(mode="json")``), dataclasses (their
 fields), enums (their value), dates and times (ISO text), UUIDs, decimals and paths (text),
-sets (sorted lists), tuples (lists), bytes (``{"__bytes__": base64}``). The values of mapping
-keys that match a redaction pattern become ``"[REDACTED]"``, at any depth.
+sets (sorted lists), tuples (lists), bytes (``{"__bytes__": base64}``). Secrets become
+``"[REDACTED]"`` at any depth, by key and by value, under the rules of :mod:`flowdbg._redact`
+(the same rules the ``--json`` output, the terminal and logpoints apply): the values of mapping
+keys that match a redaction pattern, of name/value records and pairs naming a secret, and the
+secret parts of strings (URL passwords, bearer tokens, known token formats).
 
 **Typed objects.** A framework value whose class matters (LangGraph's ``Send``, ``Command``,
 ``Interrupt``) is stored as an object of its fields under the key ``"__type__"``, the qualified
@@ -46,7 +49,6 @@ import dataclasses
 import datetime
 import decimal
 import enum
-import functools
 import hashlib
 import json
 import pathlib
@@ -57,6 +59,14 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
+from flowdbg._redact import (
+    _MIN_TEXT,
+    DEFAULT_REDACT,
+    REDACTED,
+    Redactor,
+    compile_redact,
+    redactor,
+)
 from flowdbg._values import short_repr
 
 __all__ = [
@@ -78,23 +88,6 @@ __all__ = [
     "top_level",
 ]
 
-#: Key patterns whose values are not stored (case-insensitive regular expressions, searched
-#: anywhere in the key). ``token`` leaves token *counts* alone: ``max_tokens``, ``total_tokens``,
-#: ``token_count``, ``token_usage`` and ``tokenizer`` are kept.
-DEFAULT_REDACT: tuple[str, ...] = (
-    r"api[-_]?key",
-    r"token(?!s|_?count|_?usage|izer)",
-    r"secret",
-    r"passw(?:or)?d",
-    r"authorization",
-    r"cookie",
-    r"private[-_]?key",
-    r"access[-_]?key",
-    r"credential",
-)
-
-#: what a redacted value is replaced with
-REDACTED = "[REDACTED]"
 #: values whose JSON is at most this many characters are stored inside their parent
 INLINE_MAX = 64
 #: items per chunk and children per interior node of a big list or dict
@@ -119,32 +112,6 @@ to_json = json.JSONEncoder(
 # --------------------------------------------------------------------------------------------
 # Plain values
 # --------------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=32)
-def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    parts: list[str] = []
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error:
-            pattern = re.escape(pattern)  # not a regular expression: a plain substring
-        parts.append(f"(?:{pattern})")
-    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
-
-
-def compile_redact(redact: Sequence[str] | re.Pattern[str] | None) -> re.Pattern[str] | None:
-    """One case-insensitive regular expression matching any of ``redact``.
-
-    :param redact: key patterns (regular expressions; a pattern that is not a valid regular
-        expression is matched as a plain substring), a compiled pattern, or ``None``.
-    :returns: the pattern, or ``None`` when nothing is redacted.
-    """
-    if redact is None or isinstance(redact, re.Pattern):
-        return redact
-    if isinstance(redact, str):
-        redact = (redact,)
-    return _compile(tuple(redact))
 
 
 def _class_name(klass: type) -> str:
@@ -307,7 +274,7 @@ class Encoder:
 
     def __init__(self, redact: Sequence[str] | re.Pattern[str] | None = DEFAULT_REDACT) -> None:
         self._redact = compile_redact(redact)
-        self._redacted_keys: dict[str, bool] = {}
+        self._rules: Redactor | None = redactor(self._redact)
         self._active: set[int] = set()
         # id -> (object, plain value, failures): a container met again (the same message in
         # the input and the state of many steps of one batch) is encoded once. The object is
@@ -343,7 +310,11 @@ class Encoder:
 
     def _value(self, value: Any, depth: int) -> Any:
         kind = type(value)
-        if kind is str or kind is int or kind is float or kind is bool or value is None:
+        if kind is str:
+            rules = self._rules
+            # short strings (names, ids, statuses) hold no secret shape: skip the call
+            return value if rules is None or len(value) < _MIN_TEXT else rules.text(value)
+        if kind is int or kind is float or kind is bool or value is None:
             return value
         if kind is dict:
             return self._container(value, depth, self._mapping)
@@ -355,7 +326,7 @@ class Encoder:
         if isinstance(value, enum.Enum):
             return self._value(value.value, depth + 1)
         if isinstance(value, str):
-            return str(value)
+            return self._value(str.__str__(value), depth)
         if isinstance(value, bool):
             return bool(value)
         if isinstance(value, int):
@@ -411,23 +382,25 @@ class Encoder:
 
     def _mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        redact = self._redact
+        rules = self._rules
+        if rules is None:
+            for key, item in value.items():
+                out[key if type(key) is str else self._key(key)] = self._value(item, depth)
+            return out
+        # {"name": "token", "value": ...}
+        record = "value" in value and rules.record_secret(value)
+        keys = rules.key_cache  # read inline: this runs for every mapping of every step
         for key, item in value.items():
             name = key if type(key) is str else self._key(key)
-            if redact is not None and item is not None and self._is_secret(name):
+            name, secret = keys.get(name) or rules.key(name)
+            if item is not None and (secret or (record and name == "value")):
                 out[name] = REDACTED
             else:
                 out[name] = self._value(item, depth)
         return out
 
     def _is_secret(self, name: str) -> bool:
-        found = self._redacted_keys.get(name)
-        if found is None:
-            assert self._redact is not None
-            found = self._redact.search(name) is not None
-            if len(self._redacted_keys) < 10_000:
-                self._redacted_keys[name] = found
-        return found
+        return self._rules is not None and self._rules.is_secret_key(name)
 
     def _key(self, key: Any) -> str:
         if isinstance(key, enum.Enum):
@@ -444,6 +417,8 @@ class Encoder:
             return f"<{_type_name(key)}>"
 
     def _sequence(self, value: Sequence[Any], depth: int) -> list[Any]:
+        if len(value) == 2 and self._rules is not None and self._rules.pair_secret(value):
+            return [self._value(value[0], depth), REDACTED]  # ("API_KEY", "...")
         out: list[Any] = []
         memo = self._memo
         for item in value:
@@ -520,6 +495,8 @@ class Encoder:
             text = short_repr(value, 200) if short else repr(value)
         except Exception as exc:
             text = f"<{name} object; its repr raised {type(exc).__name__}>"
+        if self._rules is not None:
+            text = self._rules.text(text)  # a repr shows its fields: Client(api_key='...')
         self.failures.append(name)
         return {_REPR_KEY: text, _TYPE_KEY: name}
 
@@ -557,15 +534,21 @@ def flat_column(encoder: Encoder, value: Any) -> str | None:
     """
     if type(value) is not dict or len(value) > _FLAT_KEYS:
         return None
-    redact = encoder._redact
+    rules = encoder._rules
+    if rules is not None and rules.record_secret(value):
+        return None
     for key, item in value.items():
         kind = type(item)
         if type(key) is not str or not (
             kind is int or kind is str or kind is float or kind is bool or item is None
         ):
             return None
-        if redact is not None and item is not None and encoder._is_secret(key):
-            return None
+        if rules is not None and (
+            (item is not None and rules.is_secret_key(key))
+            or rules.text(key) is not key
+            or (kind is str and rules.text(item) is not item)
+        ):
+            return None  # something to redact: the general way does it
     text = to_json(value)
     if len(text) > INLINE_MAX:
         return None  # long: stored as a blob, the general way

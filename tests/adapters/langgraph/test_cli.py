@@ -66,7 +66,7 @@ def test_langgraph_demo_holds_the_dangerous_call_and_rewrites_it(db: Path) -> No
             "(applied to the input of 'shell' when it resumes)",
             "run completed; result:",
             '"content": "$ ls ~/.cache/travel (done)"',
-            "travel-agent (langgraph) completed: 7 steps over 5 nodes",
+            "travel-agent (langgraph) completed: 7 steps: 3 over 2 nodes, 4 calls (2 llm, 2 tool)",
         ],
     )
     assert out.count("breakpoint [bp-1]") == 1  # search_flights never stopped
@@ -138,7 +138,7 @@ def test_the_example_session_runs(tmp_path: Path) -> None:
             "the command: 'rm -rf ~/.cache/travel'",
             "edit: cmd = 'ls ~/.cache/travel'",
             "tool: $ ls ~/.cache/travel (done)",
-            "travel-agent (langgraph) completed: 7 steps over 5 nodes",
+            "travel-agent (langgraph) completed: 7 steps: 3 over 2 nodes, 4 calls (2 llm, 2 tool)",
             "look at it later with: flowdbg runs show ",
         ],
     )

@@ -3,15 +3,28 @@
 A :class:`Breakpoint` is a pydantic model, so it can be saved and sent over a wire. A condition
 is a sandboxed expression string checked when the breakpoint is set; a Python callable is
 accepted too, in-process only (it is not serialized).
+
+What a breakpoint is checked against:
+
+- its arguments, always, when it is built (:meth:`Breakpoint.create`): globs, positions, unit
+  kinds (one of :class:`flowdbg.events.Kind`), conditions, and exception names, which must be
+  class names (``ValueError``, ``httpx.ReadTimeout``);
+- its name pattern, against the names the attached targets' descriptions list
+  (:class:`KnownNames`, :func:`unknown_name`), by the debugger when the breakpoint is set;
+- its exception names, against the exception classes defined so far and the way exception
+  classes are named (:func:`exception_name_problem`), by the debugger when it is set.
 """
 
 from __future__ import annotations
 
 import builtins
+import difflib
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +38,16 @@ from flowdbg.events import Event, Kind, Position
 if TYPE_CHECKING:
     from flowdbg.runtime import Unit
 
-__all__ = ["CONDITION_NAMES", "Breakpoint", "BreakpointType", "HitCondition"]
+__all__ = [
+    "CONDITION_NAMES",
+    "EXCEPTION_SUFFIXES",
+    "Breakpoint",
+    "BreakpointType",
+    "HitCondition",
+    "KnownNames",
+    "exception_name_problem",
+    "unknown_name",
+]
 
 #: Names a condition expression may use.
 CONDITION_NAMES: frozenset[str] = frozenset(
@@ -173,6 +195,7 @@ class Breakpoint(BaseModel):
                 raise BreakpointError(f"position {pos!r} is not one of 'before', 'after', 'error'")
         if kinds is not None:
             kinds = tuple(k.value if isinstance(k, Kind) else str(k) for k in kinds)
+            _check_kinds(kinds)
         callable_cond = None
         cond_src: str | None = None
         if condition is not None:
@@ -191,6 +214,11 @@ class Breakpoint(BaseModel):
             if isinstance(t, str):
                 if not t:
                     raise BreakpointError("exception type names must not be empty")
+                if not all(part.isidentifier() for part in t.split(".")):
+                    raise BreakpointError(
+                        f"exception name {t!r} is not a class name; give an exception class or "
+                        "its name, such as 'ValueError' or 'httpx.ReadTimeout'"
+                    )
                 type_names.append(t)
             elif isinstance(t, type) and issubclass(t, BaseException):
                 classes.append(t)
@@ -322,6 +350,8 @@ class _Compiled:
     )
 
     def __init__(self, bp: Breakpoint) -> None:
+        if bp.kinds is not None:  # saved data (from_dict) is checked like a new breakpoint
+            _check_kinds(bp.kinds)
         self.bp = bp
         self.type = bp.type
         self.positions = frozenset(bp.positions)
@@ -452,6 +482,275 @@ class _Compiled:
             return bool(old != new), new
         except Exception:
             return True, new
+
+
+def _check_kinds(kinds: Iterable[str]) -> None:
+    valid = [k.value for k in Kind]
+    for kind in kinds:
+        if kind not in valid:
+            raise BreakpointError(
+                f"unit kind {kind!r} is not one of {', '.join(map(repr, valid))}; give one of "
+                "those (or none, for every kind)"
+            )
+
+
+# ------------------------------------------------------------- names the targets know
+
+
+@dataclass(frozen=True)
+class KnownNames:
+    """The unit names the attached targets say they run, to check breakpoint patterns by.
+
+    ``nodes`` holds the names of every node, subgraph node and listed task (an
+    ``@entrypoint``'s ``tasks``); ``tools`` the tool names, or ``None`` when a target's
+    description lists no ``tools`` (then tool names cannot be checked).
+    """
+
+    nodes: tuple[str, ...]
+    tools: tuple[str, ...] | None
+
+    @classmethod
+    def from_descriptions(cls, descriptions: Iterable[Mapping[str, Any]]) -> KnownNames | None:
+        """The names of targets described by ``descriptions`` (``Adapter.describe`` output).
+
+        A description has ``nodes`` (names or ``{"name", "subgraph", "tasks", "tools"}``
+        mappings) and may have ``tools`` (names or ``{"name"}`` mappings) and ``open``.
+
+        :returns: ``None`` when the names cannot be checked: a description is ``open`` (its
+            target runs units it does not list, such as a LangGraph ``@entrypoint``'s tasks),
+            or lists no node.
+        """
+        nodes: list[str] = []
+        tools: list[str] | None = []
+        for description in descriptions:
+            if _is_open(description):
+                return None
+            found_nodes: list[str] = []
+            found_tools: list[str] = []
+            tools_listed = _collect(description, found_nodes, found_tools)
+            if not found_nodes:
+                return None
+            nodes.extend(n for n in found_nodes if n not in nodes)
+            if tools is not None and tools_listed:
+                tools.extend(t for t in found_tools if t not in tools)
+            else:
+                tools = None
+        return cls(tuple(nodes), None if tools is None else tuple(tools))
+
+
+def _name_of(item: Any) -> str:
+    return str(item.get("name", "?")) if isinstance(item, Mapping) else str(item)
+
+
+def _collect(description: Mapping[str, Any], nodes: list[str], tools: list[str]) -> bool:
+    """Add the node and tool names of ``description`` (and of its subgraphs); whether it lists
+    tools anywhere."""
+    listed = "tools" in description
+    tools.extend(_name_of(t) for t in description.get("tools") or ())
+    for node in description.get("nodes") or ():
+        nodes.append(_name_of(node))
+        if not isinstance(node, Mapping):
+            continue
+        nodes.extend(str(t) for t in node.get("tasks") or ())
+        if "tools" in node:
+            listed = True
+            tools.extend(_name_of(t) for t in node.get("tools") or ())
+        sub = node.get("subgraph")
+        if isinstance(sub, Mapping):
+            listed = _collect(sub, nodes, tools) or listed
+    return listed
+
+
+def _is_open(description: Mapping[str, Any]) -> bool:
+    if description.get("open"):
+        return True
+    return any(
+        isinstance(node, Mapping)
+        and isinstance(node.get("subgraph"), Mapping)
+        and _is_open(node["subgraph"])
+        for node in description.get("nodes") or ()
+    )
+
+
+#: names of units whose names no description lists (model calls, handoffs, agents) are not
+#: checked; a handoff's target, though, is a node
+_UNDESCRIBED_KINDS = frozenset({Kind.LLM.value, Kind.HANDOFF.value, Kind.AGENT.value})
+_SHOWN_NAMES = 20
+
+
+def unknown_name(bp: Breakpoint, known: KnownNames) -> tuple[str, str] | None:
+    """Why the name pattern of ``bp`` matches no unit the targets of ``known`` run.
+
+    Which names a pattern is checked against: a tool breakpoint's, the tools; a handoff's, the
+    nodes; any other's, the nodes when it is restricted to ``kind="node"``, the tools with
+    ``kind="tool"``, and both without a kind. A pattern that may name a model call, handoff or
+    agent unit (``kind="llm"``...), or a tool when no description lists tools, is not checked
+    (``None``): nothing lists those names.
+
+    :returns: ``None`` when the pattern matches a known name or cannot be checked, else
+        ``(problem, remedy)``: ``unknown node 'x'; nodes: ...`` (the names closest to the
+        pattern first) and what to do about it.
+    """
+    pattern = bp.pattern
+    if pattern == "*":
+        return None
+    if bp.type == BreakpointType.HANDOFF:
+        kinds = {Kind.NODE.value}
+        what = "handoff target"
+    else:
+        kinds = set(bp.kinds) if bp.kinds is not None else {Kind.NODE.value, Kind.TOOL.value}
+        if kinds & _UNDESCRIBED_KINDS:
+            return None
+        what = ""
+    unchecked_tools = Kind.TOOL.value in kinds and known.tools is None
+    if unchecked_tools and (bp.kinds is not None or bp.type == BreakpointType.TOOL):
+        return None  # given as a tool's: nothing lists the tools
+    groups: list[tuple[str, tuple[str, ...]]] = []
+    if Kind.NODE.value in kinds:
+        groups.append(("nodes", known.nodes))
+    if Kind.TOOL.value in kinds and known.tools is not None:
+        groups.append(("tools", known.tools))
+    if any(fnmatch.fnmatchcase(name, pattern) for _, names in groups for name in names):
+        return None
+    if not what:
+        what = " or ".join(label[:-1] for label, _ in groups)
+    listing = "; ".join(f"{label}: {_closest_first(pattern, names)}" for label, names in groups)
+    remedy = "check the spelling"
+    if unchecked_tools:
+        remedy += ", or give kind='tool' or kind='llm' for a call a node makes"
+    return f"unknown {what} {pattern!r}; {listing}", remedy
+
+
+def _closest_first(pattern: str, names: tuple[str, ...]) -> str:
+    if not names:
+        return "none"
+    close = difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)
+    ordered = [*close, *(n for n in names if n not in close)]
+    shown = ", ".join(ordered[:_SHOWN_NAMES])
+    if len(ordered) > _SHOWN_NAMES:
+        shown += f", ... ({len(ordered) - _SHOWN_NAMES} more)"
+    return shown
+
+
+# ------------------------------------------------------------- exception names
+
+#: how the names of exception classes end, by convention; a name ending otherwise, of no
+#: exception class defined so far, is probably mistyped
+EXCEPTION_SUFFIXES: tuple[str, ...] = (
+    "Error",
+    "Exception",
+    "Exit",
+    "Interrupt",
+    "Warning",
+    "Timeout",
+    "Cancelled",
+    "Exceeded",
+)
+
+
+def _exception_classes() -> dict[str, type[BaseException]]:
+    """Every exception class defined so far in this process (builtins and every imported
+    module's), by simple name."""
+    found: dict[str, type[BaseException]] = {}
+    seen: set[type[BaseException]] = set()
+    stack: list[type[BaseException]] = [BaseException]
+    while stack:
+        cls = stack.pop()
+        if cls in seen:  # a class with several exception bases is reached through each
+            continue
+        seen.add(cls)
+        found.setdefault(cls.__name__, cls)
+        stack.extend(type.__subclasses__(cls))
+    return found
+
+
+def exception_name_problem(name: str) -> str | None:
+    """What looks wrong with an exception name given to ``break_on_exception``, or ``None``.
+
+    The rule catches typos without refusing the names of exception classes that are not
+    imported yet (a framework's, the user's own):
+
+    - a dotted name whose module is already imported (``langgraph.errors.GraphRecursionError``)
+      must name an exception class of that module;
+    - otherwise its last part (or the simple name) is fine when it is the name of an exception
+      class defined so far (builtins, and the classes of every imported module), or when it
+      ends like exception class names do (:data:`EXCEPTION_SUFFIXES`: ``...Error``,
+      ``...Exception``, ``...Exit``, ``...Interrupt``, ``...Warning``, ``...Timeout``...) and
+      is not one letter away from a class defined so far (``ValeuError``, ``KeyErorr``);
+    - a builtin that is no exception (``str``), and any other name, is a problem.
+
+    So a name shaped like an exception class's (``NotAnException``, ``RateLimitError``) is
+    taken on trust: its class may be imported later. Nothing is imported to check a name. To
+    set a breakpoint on an exception class named otherwise before its module is imported, pass
+    the class itself, or silence the :class:`flowdbg.errors.BreakpointWarning`.
+
+    :param name: a name already checked to be a dotted path of identifiers.
+    :returns: the problem, in words that end with the remedy.
+    """
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:cut])
+        module = sys.modules.get(module_name)
+        if module is None:
+            continue
+        value: Any = module
+        for part in parts[cut:]:
+            value = getattr(value, part, _MISSING)
+            if value is _MISSING:
+                return (
+                    f"exception name {name!r} names nothing: module {module_name!r} has no "
+                    f"{'.'.join(parts[cut:])!r}; check the spelling"
+                )
+        if isinstance(value, type) and issubclass(value, BaseException):
+            return None
+        return (
+            f"exception name {name!r} names {type(value).__name__} {value!r:.60}, not an "
+            "exception class; give an exception class"
+        )
+    simple = parts[-1]
+    classes = _exception_classes()
+    if simple in classes:
+        return None
+    builtin = getattr(builtins, simple, _MISSING)
+    if builtin is not _MISSING:
+        what = "type" if isinstance(builtin, type) else type(builtin).__name__
+        return (
+            f"exception name {name!r} is the builtin {what} {simple!r}, not an exception class; "
+            "give an exception class, such as 'ValueError'"
+        )
+    if simple.endswith(EXCEPTION_SUFFIXES):
+        typos = sorted(n for n in classes if _one_edit_apart(simple, n))
+        if not typos:
+            return None
+        return (
+            f"exception name {name!r} is the name of no exception class defined so far, but "
+            f"one letter away from {' and '.join(map(repr, typos))}; check the spelling, or "
+            "pass the class itself"
+        )
+    close = difflib.get_close_matches(simple, list(classes), n=3, cutoff=0.6)
+    hint = f" (closest: {', '.join(map(repr, close))})" if close else ""
+    return (
+        f"exception name {name!r} is the name of no exception class defined so far and does "
+        f"not end like one ({', '.join(EXCEPTION_SUFFIXES)}); check the spelling{hint}, or "
+        "pass the class itself"
+    )
+
+
+def _one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one letter added, removed, changed or swapped with the next."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    if len(a) == len(b):
+        if a[start + 1 :] == b[start + 1 :]:
+            return True  # one letter changed
+        return (
+            a[start : start + 2] == b[start : start + 2][::-1] and a[start + 2 :] == b[start + 2 :]
+        )
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[start + 1 :] == shorter[start:]
 
 
 class _Namespace(dict[str, Any]):

@@ -170,10 +170,14 @@ class Debugger:
     :param plugins: extra plugin objects with ``@flowdbg.hookimpl`` methods (observers).
     :param record: write every run and step to a store; ``None`` (the default) records unless
         the environment variable ``FLOWDBG_RECORD`` is ``0``.
-    :param db: the store's SQLite file; default ``$FLOWDBG_DB`` or ``./.flowdbg/flowdbg.db``.
+    :param db: the store's SQLite file; default ``$FLOWDBG_DB``, else ``.flowdbg/flowdbg.db`` in
+        the nearest folder from the current one up that has a ``.flowdbg`` folder, else in the
+        current one. When the default cannot be written, runs go on unrecorded (``store`` is
+        ``None``) with one logged warning.
     :param redact: key patterns whose values are replaced by ``[REDACTED]`` in the recording;
         ``None`` uses the default list (api_key, token, secret, password, authorization...).
-    :raises flowdbg.store.StoreError: when recording is on and the database cannot be used.
+    :raises flowdbg.store.StoreError: when recording is on and the database given as ``db``
+        cannot be used.
     """
 
     def __init__(
@@ -198,13 +202,15 @@ class Debugger:
             record = os.environ.get("FLOWDBG_RECORD", "1").strip().lower() not in _FALSE
         self._recorder: Recorder | None = None
         if record:
-            from flowdbg.store import DEFAULT_REDACT, SQLiteStore, default_db_path
+            from flowdbg.store import DEFAULT_REDACT, open_recording_store
 
-            path = default_db_path() if db is None else db
-            store = SQLiteStore(path, redact=DEFAULT_REDACT if redact is None else tuple(redact))
-            self._recorder = Recorder(store)
-            self._pm.register(self._recorder, name=RECORDER)
-            self._hooks.refresh()
+            store = open_recording_store(
+                db, redact=DEFAULT_REDACT if redact is None else tuple(redact)
+            )
+            if store is not None:  # None: the default database cannot be used (logged once)
+                self._recorder = Recorder(store)
+                self._pm.register(self._recorder, name=RECORDER)
+                self._hooks.refresh()
 
     # ------------------------------------------------------------- recording
 
@@ -450,22 +456,22 @@ class Debugger:
         _warn_problems(added, problems, stacklevel=3)
         return added
 
-    def _breakpoint_problems(self, bp: Breakpoint, *, strict: bool) -> list[str]:
-        """Why ``bp`` looks unable to stop (see :meth:`break_before`); raises the first with
-        ``strict``."""
-        problems: list[str] = []
+    def _breakpoint_problems(self, bp: Breakpoint, *, strict: bool) -> list[tuple[str, bool]]:
+        """Why ``bp`` looks unable to stop (see :meth:`break_before`), each with whether it is
+        about its unit name; raises the first with ``strict``."""
+        problems: list[tuple[str, bool]] = []
         if bp.type == BreakpointType.EXCEPTION:
             given = {f"{c.__module__}.{c.__qualname__}" for c in bp.compiled.exc_classes}
             for name in bp.exception_types:
                 problem = None if name in given else exception_name_problem(name)
                 if problem is not None:
-                    problems.append(problem)
+                    problems.append((problem, False))
         known = self._known_names()
         unknown = None if known is None else unknown_name(bp, known)
         if unknown is not None:
-            problems.append("; ".join(unknown))
+            problems.append(("; ".join(unknown), True))
         if strict and problems:
-            raise BreakpointError(problems[0])
+            raise BreakpointError(problems[0][0])
         return problems
 
     def _known_names(self) -> KnownNames | None:
@@ -1118,13 +1124,15 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:
     return tuple(str(k) for k in kind)
 
 
-def _warn_problems(bp: Breakpoint, problems: list[str], *, stacklevel: int) -> None:
+def _warn_problems(bp: Breakpoint, problems: list[tuple[str, bool]], *, stacklevel: int) -> None:
     """Warn of each problem of ``bp``, attributed to the frame ``stacklevel`` levels above the
     caller (the user's call of a breakpoint method)."""
-    for problem in problems:
+    for problem, about_name in problems:
+        # a name is checked against the targets attached now: say what happens with others
+        later = ", and stops if a unit of that name runs, in a target attached later say"
         warnings.warn(
-            f"{problem} ({bp.id} is set all the same, but may never stop; strict=True refuses "
-            "such a breakpoint)",
+            f"{problem} ({bp.id} is set all the same{later if about_name else ''}; "
+            "strict=True refuses it)",
             BreakpointWarning,
             stacklevel=stacklevel + 1,
         )

@@ -12,6 +12,7 @@ __all__ = [
     "AdapterNotFound",
     "AdapterUnavailable",
     "BreakpointError",
+    "BreakpointWarning",
     "EditRefused",
     "ExpressionError",
     "FlowdbgError",
@@ -62,6 +63,13 @@ class RunOptionError(AdapterError, ValueError):
 
 class BreakpointError(FlowdbgError, ValueError):
     """A breakpoint was given bad arguments (glob, hit condition, unknown id, ...)."""
+
+
+class BreakpointWarning(UserWarning):
+    """A breakpoint was set, but as far as the attached targets tell it cannot stop: its name
+    pattern matches none of their nodes or tools, or an exception name looks like no
+    exception class. ``strict=True`` on the breakpoint methods raises :class:`BreakpointError`
+    instead; ``warnings.filterwarnings("ignore", category=BreakpointWarning)`` silences it."""
 
 
 class ExpressionError(BreakpointError):

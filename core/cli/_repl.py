@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from flowdbg._paths import parse_path
 from flowdbg._values import short_repr
-from flowdbg.errors import ExpressionError, FlowdbgError, NotStoppedError, PathError
+from flowdbg.errors import (
+    BreakpointError,
+    ExpressionError,
+    FlowdbgError,
+    NotStoppedError,
+    PathError,
+)
 from flowdbg.events import Position
 
 from ._render import (
@@ -510,23 +516,26 @@ class Session:
     # -- breakpoints --
 
     def check_node(self, pattern: str) -> None:
-        """Refuse a node name or glob that matches no node of the graph.
-
-        :raises ValueError: naming the nodes.
-        """
-        if self.nodes and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes):
-            if is_open(self.description):  # e.g. a @task the description could not list
-                self.out.line(
-                    f"note: {pattern!r} is none of the known nodes and tasks "
-                    f"({', '.join(self.nodes)}); the breakpoint waits for a unit of that name"
-                )
-                return
-            raise ValueError(
-                f"unknown node {pattern!r}{position_hint(pattern)}; nodes: {', '.join(self.nodes)}"
+        """Say so when ``pattern`` matches none of the nodes and tasks of an ``open``
+        description, which the debugger accepts: the breakpoint waits for a unit of that name.
+        (A name unknown to a description that is not open is refused by the debugger itself,
+        with the text of its :class:`flowdbg.errors.BreakpointWarning`.)"""
+        if (
+            self.nodes
+            and is_open(self.description)  # e.g. a @task the description could not list
+            and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes)
+        ):
+            self.out.line(
+                f"note: {pattern!r} is none of the known nodes and tasks "
+                f"({', '.join(self.nodes)}); the breakpoint waits for a unit of that name"
             )
 
     def add_breakpoint(self, spec: str, *, temporary: bool = False) -> None:
-        """Set a breakpoint from ``NODE[:after|:before] [if EXPR]`` and print it."""
+        """Set a breakpoint from ``NODE[:after|:before] [if EXPR]`` and print it.
+
+        A NODE that matches no node of the attached targets is refused (``strict=True``): at
+        the prompt, retyping the name beats a breakpoint that never stops.
+        """
         where, sep, condition = spec.partition(" if ")
         where = where.strip()
         if not where:
@@ -537,7 +546,13 @@ class Session:
         if sep and cond is None:
             raise ValueError("the condition after 'if' is empty")
         add = self.dbg.break_after if position == "after" else self.dbg.break_before
-        bp = add(node, condition=cond, temporary=temporary)
+        try:
+            bp = add(node, condition=cond, temporary=temporary, strict=True)
+        except BreakpointError as exc:
+            hint = position_hint(node)
+            if hint and str(exc).startswith("unknown "):
+                raise BreakpointError(f"{exc}{hint}") from None
+            raise
         self.out.line(f"set {bp.describe()}")
 
     def do_break(self, arg: str) -> None:
@@ -564,7 +579,10 @@ class Session:
         cond = (condition.strip() or None) if sep else None
         if sep and cond is None:
             raise ValueError("the condition after 'if' is empty")
-        bp = self.dbg.break_on_tool(name, args_pattern=pattern[1:] or None, condition=cond)
+        # refused like b NODE when the attached targets list their tools and not this one
+        bp = self.dbg.break_on_tool(
+            name, args_pattern=pattern[1:] or None, condition=cond, strict=True
+        )
         self.out.line(f"set {bp.describe()}")
 
     def do_clear(self, arg: str) -> None:

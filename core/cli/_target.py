@@ -1,5 +1,12 @@
 """Loading ``TARGET`` (``path/to/file.py:obj`` or ``package.module:obj``) for ``run`` and
-``graph inspect``."""
+``graph inspect``.
+
+``obj`` names the object to debug; ``obj()`` (explicit call syntax) names a function to call
+without arguments, whose result is debugged. A bare ``obj`` naming such a function is called
+only where the caller allows it (``flowdbg run`` always has); elsewhere it is refused with a
+message that says to add ``()``, so that looking at a target never runs code the user did not
+ask to run.
+"""
 
 from __future__ import annotations
 
@@ -100,19 +107,33 @@ def _accepts(dbg: Debugger, obj: Any) -> bool:
     return True
 
 
-def load_target(spec: str, dbg: Debugger) -> Any:
+def load_target(spec: str, dbg: Debugger, *, implicit_call: bool = True) -> Any:
     """Import ``spec`` and return the object to debug.
 
-    ``obj`` may be a dotted attribute path. When it names a callable no adapter accepts, it is
-    called without arguments (a factory such as ``build_graph``). Without ``:obj`` the module
-    must hold exactly one object an adapter accepts.
+    ``obj`` may be a dotted attribute path. ``obj()`` calls it without arguments and returns
+    what it returns (a factory such as ``build_graph()``). Without ``:obj`` the module must
+    hold exactly one object an adapter accepts.
 
-    :param spec: ``path/to/file.py:obj`` or ``package.module:obj``.
+    :param spec: ``path/to/file.py:obj``, ``path/to/file.py:obj()``, ``package.module:obj``
+        or ``package.module:obj()``.
     :param dbg: the debugger whose adapters decide what is debuggable.
-    :raises TargetError: when the module does not import, the object is missing or no adapter
-        accepts it (the message says which, and what is available).
+    :param implicit_call: when a bare ``obj`` names a callable no adapter accepts, call it as
+        if written ``obj()`` (``True``, the form ``flowdbg run`` has always taken) or refuse it
+        with a message that says to add ``()`` (``False``).
+    :raises TargetError: when the module does not import, the object is missing, is a
+        function not called, or no adapter accepts it (the message says which, and what is
+        available).
     """
     where, attr = _split(spec)
+    call = False
+    if attr is not None and "(" in attr:
+        name, _, args = attr.partition("(")
+        if args != ")" or not name:
+            raise TargetError(
+                f"{spec!r} passes arguments, which TARGET cannot; write {where}:FUNCTION() to "
+                "call a function that takes none (build the object in such a function)"
+            )
+        attr, call = name, True
     is_file = where.endswith(".py") or os.sep in where or "/" in where
     module = _import_file(Path(where)) if is_file else _import_module(where)
     label = where
@@ -143,25 +164,46 @@ def load_target(spec: str, dbg: Debugger) -> Any:
             raise TargetError(
                 f"{label!r} has no attribute {attr!r}; it defines: {shown or 'nothing'}"
             ) from None
-    if not _accepts(dbg, obj) and callable(obj) and not isinstance(obj, type):
-        try:
-            made = obj()
-        except TypeError as exc:
+    if call:
+        if not callable(obj):
             raise TargetError(
-                f"{label}:{attr} is a callable no adapter accepts, and calling it without "
-                f"arguments failed: {exc}; point TARGET at a compiled graph, workflow or agent, "
-                "or at a factory function taking no arguments"
-            ) from exc
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
+                f"{label}:{attr} is an object of type {type(obj).__name__!r}, which cannot be "
+                f"called; write {label}:{attr} without ()"
+            )
+        obj, attr = _call(obj, label, attr, explicit=True), f"{attr}()"
+    elif not _accepts(dbg, obj) and callable(obj) and not isinstance(obj, type):
+        if not implicit_call:
             raise TargetError(
-                f"calling the factory {label}:{attr}() failed: {_describe_import_error(exc)}"
-            ) from exc
-        obj = made
+                f"{label}:{attr} is a function, not a graph, workflow or agent; to look at what "
+                f"it builds, call it: '{label}:{attr}()' (quoted for the shell)"
+            )
+        obj, attr = _call(obj, label, attr, explicit=False), f"{attr}()"
     if not _accepts(dbg, obj):
         try:
             dbg.adapter_for(obj)
         except AdapterError as exc:
             raise TargetError(f"{label}:{attr} is not supported: {exc}") from exc
     return obj
+
+
+def _call(factory: Any, label: str, attr: str, *, explicit: bool) -> Any:
+    """``factory()``, its failure a :class:`TargetError` naming it."""
+    try:
+        return factory()
+    except TypeError as exc:
+        what = (
+            f"calling {label}:{attr}() without arguments failed"
+            if explicit
+            else f"{label}:{attr} is a callable no adapter accepts, and calling it without "
+            "arguments failed"
+        )
+        raise TargetError(
+            f"{what}: {exc}; point TARGET at a compiled graph, workflow or agent, or at a "
+            "function taking no arguments"
+        ) from exc
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise TargetError(
+            f"calling the factory {label}:{attr}() failed: {_describe_import_error(exc)}"
+        ) from exc

@@ -154,7 +154,6 @@ KINDS = [
         ("tool", ["t"]),
         (["tool", "llm"], ["t", "m"]),
         (flowdbg.Kind.AGENT, ["g"]),
-        ("nothing", []),
     ],
 )
 def test_kind_filter(dbg: flowdbg.Debugger, kind: Any, expected: list[str]) -> None:

@@ -327,6 +327,7 @@ class Unit:
     )
 
     # Set when known (see __init__); declared here for type checkers.
+    _decide: Callable[[Any], Any] | None
     #: the exception the unit ended with; once its top-level run has ended, its
     #: :class:`flowdbg.ErrorInfo` (the history keeps no frames alive)
     exception: BaseException | ErrorInfo | None
@@ -357,7 +358,7 @@ class Unit:
         #: how an edit at this unit's stops is checked (see :meth:`RunScope.unit`)
         self.check_edit: Callable[[Unit, str, Any], None] | None = run.check_edit
         self._token: contextvars.Token[Unit | None] | None = None
-        self._frame: RunScope | None = None
+        self._frame: Frame | None = None
         self.child_run_id: str | None = None
         # What the run log and the recorder keep of the unit. To keep this constructor cheap
         # (it runs for every node) these are set when known: started_at and input in before,

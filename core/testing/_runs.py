@@ -94,7 +94,7 @@ class AbstractTransparencyTests(SuiteBase):
         assert self.finish(run, scn) == expected
         assert dbg.flush(WAIT)  # writing the record runs no user code either
         # as often, with the same arguments (parallel branches may interleave differently)
-        assert sorted(scn.effects) == sorted(plain.effects)
+        assert sorted(scn.effects or ()) == sorted(plain.effects)
 
     def test_an_ended_run_keeps_no_exception_alive(self, dbg: flowdbg.Debugger, mode: str) -> None:
         """The debugger's history of an ended run keeps what it shows of an exception (type,

@@ -966,7 +966,8 @@ def graph_inspect(ctx: click.Context, target: str, picture: str, as_json: bool) 
     if as_json and picture != "tree":
         raise click.UsageError(f"give --json or --format {picture}, not both")
     dbg = Debugger(record=False, plugins=adapters_of(ctx).plugins)
-    obj = load_target(target, dbg)
+    # a factory is called only when written so (file.py:fn()): inspecting has no side effects
+    obj = load_target(target, dbg, implicit_call=False)
     adapter = dbg.adapter_for(obj)
     description = _describe(dbg, obj)
     if picture != "tree":

@@ -673,7 +673,7 @@ class Session:
         node, _, template = arg.strip().partition(" ")
         if not node or not template.strip():
             raise ValueError("usage: logpoint NODE TEMPLATE, e.g. logpoint b x is {state[x]}")
-        bp = self.dbg.logpoint(node, template.strip())
+        bp = self.dbg.logpoint(node, template.strip(), strict=True)  # as b refuses a typo
         self.out.line(f"set {bp.describe()}")
 
     def do_set(self, arg: str) -> None:

@@ -136,6 +136,7 @@ class AbstractExceptionTests(SuiteBase):
             run.result(WAIT)
 
         ok = self.scenario("linear")
+        self.attach(dbg, ok)  # before the breakpoint names its node
         dbg.break_before("b")
         run = self.launch(dbg, ok)
         self.assert_at(self.wait_stop(dbg), "b", "before", StopReason.BREAKPOINT)

@@ -121,6 +121,7 @@ class AbstractRecordingTests(SuiteBase):
         with pytest.raises(ValueError):
             run.result(10.0)
         scn2 = self.scenario("linear")
+        self.attach(dbg, scn2)  # before the breakpoint names its node
         dbg.break_before("b")
         run2 = self.launch(dbg, scn2)
         self.wait_stop(dbg)

@@ -32,8 +32,8 @@ def test_graph_inspect_text(run_cli: Cli) -> None:
 
 
 def test_graph_inspect_json(run_cli: Cli) -> None:
-    data = run_cli.json("graph", "inspect", "graphs.py:build_support", command="graph inspect")
-    assert data["target"] == "graphs.py:build_support"
+    data = run_cli.json("graph", "inspect", "graphs.py:build_support()", command="graph inspect")
+    assert data["target"] == "graphs.py:build_support()"
     assert data["adapter"] == "stategraph"
     graph = data["graph"]
     assert graph["name"] == "support"
@@ -44,7 +44,7 @@ def test_graph_inspect_json(run_cli: Cli) -> None:
 
 
 def test_graph_inspect_draws_mermaid_and_dot(run_cli: Cli) -> None:
-    mermaid = run_cli("graph", "inspect", "graphs.py:build_support", "--format", "mermaid").stdout
+    mermaid = run_cli("graph", "inspect", "graphs.py:build_support()", "--format", "mermaid").stdout
     lines = mermaid.splitlines()
     assert lines[0] == "flowchart TD"
     ids = dict(re.findall(r'^  (n\d+)(?:\(\[|\[)"(\w+)"', mermaid, flags=re.M))

@@ -152,7 +152,7 @@ def test_langgraph_outputs(run_cli: Cli, graphs: Path) -> None:
     pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
     (graphs / "flow_app.py").write_text(FUNCTIONAL, encoding="utf-8")
     agent = "flowdbg.adapters.langgraph._demo:build_graph"
-    described = output(run_cli, "graph inspect", agent)
+    described = output(run_cli, "graph inspect", agent + "()")
     assert described["adapter"] == "langgraph"
     flow = output(run_cli, "graph inspect", "flow_app.py:flow")
     assert flow["graph"]["open"] is True and flow["graph"]["nodes"][0]["tasks"] == ["double"]

@@ -44,6 +44,7 @@ __all__ = [
     "Graph",
     "GraphInspect",
     "GraphNode",
+    "IgnoredDifference",
     "Location",
     "NodeDelta",
     "ReplayAfter",
@@ -60,10 +61,12 @@ __all__ = [
     "RunsState",
     "RunsSteps",
     "ShowFilters",
+    "StateChange",
     "StateKey",
     "Step",
     "StepDetail",
     "StepStatusName",
+    "StepsCompared",
     "Stop",
     "WrittenBy",
     "json_schema",
@@ -272,15 +275,57 @@ class Divergence(_Shape):
     paths: list[str]
 
 
+class IgnoredDifference(_Shape):
+    """Differences a diff left out at one path."""
+
+    path: str = Field(description="the state path, list indices written [*]")
+    rule: str = Field(
+        description="message id, generated id or timestamp (volatile values), or the --ignore "
+        "glob that matched"
+    )
+    count: Annotated[int, Field(ge=1)] = Field(description="how many differing values")
+
+
+class StateChange(_Shape):
+    """One difference between two states."""
+
+    path: str = Field(description="the state path; empty for the whole state")
+    kind: Literal["added", "removed", "changed"]
+    old: Any = Field(description="the value in the first state (null when added)")
+    new: Any = Field(description="the value in the second state (null when removed)")
+
+
+class StepsCompared(_Shape):
+    """The states after two steps compared (runs diff --steps N M)."""
+
+    step_a: StepNumber
+    step_b: StepNumber
+    node_a: str | None = Field(description="the unit of step_a in run a")
+    node_b: str | None = Field(description="the unit of step_b in run b")
+    changes: list[StateChange] = Field(description="from the first state to the second")
+
+
 class RunsDiff(_Shape):
-    """flowdbg runs diff --json: two runs compared."""
+    """flowdbg runs diff --json: two runs compared, or (with --steps) the states after two
+    steps of one run or of two."""
 
     a: Run
-    b: Run
-    nodes: list[NodeDelta] = Field(
-        description="one row per node that ran in either run, in order of first appearance"
+    b: Run = Field(description="the same run as a for --steps with one run")
+    nodes: list[NodeDelta] | Absent = Field(
+        default=None,
+        description="one row per node that ran in either run, in order of first appearance "
+        "(absent with --steps)",
     )
-    first_divergence: Divergence | None = Field(description="null: no divergence")
+    first_divergence: Divergence | None = Field(
+        default=None, description="null: no divergence (absent with --steps)"
+    )
+    steps: StepsCompared | Absent = Field(default=None, description="with --steps")
+    ignored: list[IgnoredDifference] = Field(
+        description="the differences left out, up to the first divergence"
+    )
+    ignore: list[str] = Field(description="the --ignore globs given")
+    strict: bool = Field(description="--strict: volatile values were compared too")
+    warnings: list[str] = Field(description="e.g. the runs are of different graphs")
 
 
 class _ReplayEvent(_Shape):

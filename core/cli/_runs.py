@@ -82,11 +82,13 @@ class _Ctx:
 
 
 @contextlib.contextmanager
-def _open(db: str | None) -> Iterator[_Ctx]:
+def _open(db: str | None, *, write: bool = False) -> Iterator[_Ctx]:
+    """The store, opened read-only unless ``write``: reading works on a read-only file, folder
+    or mount, and never changes the database."""
     from flowdbg.store import open_store
 
     path = resolve_db(db)
-    store = open_store(path, create=False)
+    store = open_store(path, create=False, readonly=not write)
     try:
         yield _Ctx(store, db, str(getattr(store, "path", path)))
     finally:
@@ -459,17 +461,80 @@ def runs_steps(run_id: str, node: str | None, db: str | None, as_json: bool) -> 
                 out.line(f"  error:    {step.error.type}: {step.error.message}", style="red")
 
 
+def _steps_option(
+    ctx: click.Context, param: click.Parameter, value: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    if value and any(number < 1 for number in value):
+        raise click.BadParameter("steps are numbered from 1; use e.g. --steps 3 7")
+    return value or None
+
+
+def _ignore_option(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    for pattern in value:
+        if not pattern.strip():
+            raise click.BadParameter("give a path glob, e.g. --ignore 'messages[*].id'")
+    return value
+
+
 @runs_group.command("diff", context_settings=_CONTEXT)
 @click.argument("run_a", metavar="ID1")
-@click.argument("run_b", metavar="ID2")
+@click.argument("run_b", metavar="[ID2]", required=False)
+@click.option(
+    "--steps",
+    type=int,
+    nargs=2,
+    metavar="N M",
+    callback=_steps_option,
+    help="compare the state after step N of ID1 with the state after step M of ID2 (of ID1 "
+    "when ID2 is not given)",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="GLOB",
+    callback=_ignore_option,
+    help="leave out the state paths matching GLOB and what is below them (repeatable): "
+    "* any key characters, [*] any index, ** anything; e.g. 'messages[*].id', '**.usage'",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="compare volatile values too (message ids, generated ids, timestamps)",
+)
 @db_option
 @json_option
-def runs_diff(run_a: str, run_b: str, db: str | None, as_json: bool) -> None:
+def runs_diff(
+    run_a: str,
+    run_b: str | None,
+    steps: tuple[int, int] | None,
+    ignore: tuple[str, ...],
+    strict: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
     """Compare two runs: per-node counts and timing, status changes, and where they first
-    diverge (a different path, outcome or state)."""
+    diverge (a different path, outcome or state). With --steps N M, compare the state after
+    step N with the state after step M instead, of one run or of two.
+
+    Values new on every run are left out and listed as ignored: the id of a LangChain message,
+    ids (id, *_id) whose two values are generated (UUIDs, run-..., call_...), and times
+    (timestamp, created_at, *_at...) whose two values are times. --strict compares them too.
+    """
+    if run_b is None and steps is None:
+        raise click.UsageError(
+            "give two runs to compare (runs diff ID1 ID2), or steps of one run "
+            "(runs diff ID --steps N M)"
+        )
     with _open(db) as ctx:
-        a, b = ctx.run(run_a), ctx.run(run_b)
-        result = ctx.store.diff_runs(a.run_id, b.run_id)
+        a = ctx.run(run_a)
+        b = a if run_b is None else ctx.run(run_b)
+        if steps is not None:
+            _diff_steps(ctx, a, b, steps, ignore, strict, as_json)
+            return
+        result = ctx.store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
         nodes = [
             {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
             for node in result.nodes
@@ -479,16 +544,23 @@ def runs_diff(run_a: str, run_b: str, db: str | None, as_json: bool) -> None:
         if as_json:
             emit_json(
                 "runs diff",
-                {"a": run_dict(a), "b": run_dict(b), "nodes": nodes, "first_divergence": first},
+                {
+                    "a": run_dict(a),
+                    "b": run_dict(b),
+                    "nodes": nodes,
+                    "first_divergence": first,
+                    **_leftout_dict(result),
+                },
             )
             return
+        _warn(result.warnings)
         out = Out()
         runs: list[list[str | Text]] = []
         for label, run in (("a", a), ("b", b)):
-            steps = "-" if run.step_count is None else str(run.step_count)
+            count = "-" if run.step_count is None else str(run.step_count)
             runs.append(
                 [label, short_id(run.run_id), run.name, _status(run.status),
-                 duration(run.duration), steps]
+                 duration(run.duration), count]
             )  # fmt: skip
         out.show(text_table(["", "run", "name", "status", "duration", "steps"], runs, right=[4, 5]))
         out.line("")
@@ -518,6 +590,110 @@ def runs_diff(run_a: str, run_b: str, db: str | None, as_json: bool) -> None:
             out.line("no divergence: the same path, outcomes and states")
         else:
             out.line(f"first divergence ({first['kind']}): {first['detail']}", style="bold")
+        _ignored_line(out, result.ignored)
+
+
+def _leftout_dict(result: Any) -> dict[str, Any]:
+    """The ``ignored``, ``ignore``, ``strict`` and ``warnings`` of a diff, for ``--json``."""
+    return {
+        "ignored": [item.to_dict() for item in result.ignored],
+        "ignore": list(result.ignore),
+        "strict": result.strict,
+        "warnings": list(result.warnings),
+    }
+
+
+def _warn(warnings: Sequence[str]) -> None:
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _ignored_line(out: Out, ignored: Sequence[Any]) -> None:
+    if not ignored:
+        return
+    from flowdbg.store import DEFAULT_RULES
+
+    shown = ", ".join(
+        f"{item.path} ({item.rule}, {item.count} value{'s' if item.count != 1 else ''})"
+        for item in ignored[:8]
+    )
+    if len(ignored) > 8:
+        shown += f" and {len(ignored) - 8} more paths"
+    hint = "; --strict compares them" if any(i.rule in DEFAULT_RULES for i in ignored) else ""
+    out.line(f"ignored: {shown}{hint}", style="dim")
+
+
+def _diff_steps(
+    ctx: _Ctx,
+    a: RunRecord,
+    b: RunRecord,
+    steps: tuple[int, int],
+    ignore: tuple[str, ...],
+    strict: bool,
+    as_json: bool,
+) -> None:
+    from flowdbg._values import short_repr
+    from flowdbg.store import StepNotFound
+
+    other = None if b.run_id == a.run_id else b.run_id
+    try:
+        result = ctx.store.diff_steps(
+            a.run_id, steps[0], steps[1], b=other, ignore=ignore, strict=strict
+        )
+    except StepNotFound as exc:
+        raise CliError(str(exc)) from None
+    if as_json:
+        emit_json(
+            "runs diff",
+            {
+                "a": run_dict(a),
+                "b": run_dict(b),
+                "steps": {
+                    "step_a": result.step_a,
+                    "step_b": result.step_b,
+                    "node_a": result.node_a,
+                    "node_b": result.node_b,
+                    "changes": [
+                        {
+                            "path": change.path,
+                            "kind": change.kind,
+                            "old": jsonable(change.old),
+                            "new": jsonable(change.new),
+                        }
+                        for change in result.changes
+                    ],
+                },
+                **_leftout_dict(result),
+            },
+        )
+        return
+    _warn(result.warnings)
+    out = Out()
+
+    def where(step: int, node: str | None) -> str:
+        return f"step {step}" + ("" if node is None else f" ({node})")
+
+    first = where(result.step_a, result.node_a)
+    second = where(result.step_b, result.node_b)
+    if other is None:
+        head = f"state of run {short_id(a.run_id)} ({a.name}) after {first} -> after {second}"
+    else:
+        head = (
+            f"state after {first} of run {short_id(a.run_id)} ({a.name}) -> after {second} of "
+            f"run {short_id(b.run_id)} ({b.name})"
+        )
+    out.line(head, style="bold")
+    if not result.changes:
+        out.line("no differences")
+    for change in result.changes:
+        path = change.path or "<root>"
+        if change.kind == "added":
+            out.line(f"+ {path} = {short_repr(change.new)}", style="green")
+        elif change.kind == "removed":
+            out.line(f"- {path} = {short_repr(change.old)}", style="red")
+        else:
+            out.line(f"~ {path}: {short_repr(change.old)} -> {short_repr(change.new)}")
+    _ignored_line(out, result.ignored)
 
 
 def _statuses(counts: dict[str, int]) -> str:
@@ -667,7 +843,7 @@ def runs_prune(older_than: dt.datetime | None, keep: int | None, yes: bool, db: 
     """Delete recorded runs (with their steps and nested runs)."""
     if older_than is None and keep is None:
         raise click.UsageError("say what to delete: --older-than WHEN and/or --keep N")
-    with _open(db) as ctx:
+    with _open(db, write=True) as ctx:
         what = []
         if older_than is not None:
             what.append(f"runs started before {older_than:%Y-%m-%d %H:%M:%S}")

@@ -5,37 +5,83 @@ from __future__ import annotations
 import abc
 import os
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from flowdbg._diff import Change
 from flowdbg._diff import diff as state_diff
+from flowdbg._paths import get_path
 from flowdbg.records import RunRecord, StepRecord
+from flowdbg.store._ignore import Ignored, IgnoreRules
 
 __all__ = [
     "DEFAULT_DB",
     "Divergence",
     "NodeDelta",
     "RunDiff",
+    "StepDiff",
     "Store",
     "default_db_path",
+    "find_db",
 ]
 
 _S = TypeVar("_S", bound="Store")
 
-#: where runs are recorded unless ``FLOWDBG_DB`` or ``--db`` says otherwise (relative to the
-#: current directory)
+#: where runs are recorded unless ``FLOWDBG_DB`` or ``--db`` says otherwise: in the nearest
+#: ``.flowdbg`` folder of the current directory or its parents (see :func:`find_db`), else
+#: relative to the current directory
 DEFAULT_DB = ".flowdbg/flowdbg.db"
+
+
+def find_db(start: str | os.PathLike[str] | None = None) -> pathlib.Path | None:
+    """The database of the nearest ``.flowdbg`` folder, looking up from ``start`` as git looks
+    for ``.git``.
+
+    The search goes up from ``start`` to the top of the git repository it is in (the folder
+    holding ``.git``, which is searched too), so that a project's runs are never recorded into
+    a folder above the project; outside a repository it goes up to the filesystem root, but
+    not into the home directory from below it (a ``~/.flowdbg`` would otherwise collect the
+    runs of every project under ``~``).
+
+    :param start: the folder to start from; ``None`` for the current directory.
+    :returns: ``<folder>/.flowdbg/flowdbg.db`` of the nearest folder holding a ``.flowdbg``
+        folder (whether or not the database exists yet), else ``None``.
+    """
+    here = pathlib.Path.cwd() if start is None else pathlib.Path(start).absolute()
+    try:
+        home: pathlib.Path | None = pathlib.Path.home()
+    except (KeyError, RuntimeError):  # no home directory (a service account)
+        home = None
+    for folder in (here, *here.parents):
+        if folder == home and folder != here:
+            return None
+        try:
+            if (folder / ".flowdbg").is_dir():
+                return folder / DEFAULT_DB
+            if (folder / ".git").exists():
+                return None
+        except OSError:  # a folder we may not look into ends the search, as the root does
+            return None
+    return None
 
 
 def default_db_path() -> pathlib.Path:
     """The database to use when none is given.
 
-    :returns: ``$FLOWDBG_DB`` when it is set (and not empty), else ``./.flowdbg/flowdbg.db``.
+    :returns: ``$FLOWDBG_DB`` when it is set (and not empty); else the database of the nearest
+        ``.flowdbg`` folder (:func:`find_db`), as ``.flowdbg/flowdbg.db`` when it is in the
+        current directory; else ``.flowdbg/flowdbg.db`` (relative: recording creates it in the
+        current directory).
     """
     env = os.environ.get("FLOWDBG_DB", "").strip()
-    return pathlib.Path(env).expanduser() if env else pathlib.Path(DEFAULT_DB)
+    if env:
+        return pathlib.Path(env).expanduser()
+    found = find_db()
+    if found is None or found.parent.parent == pathlib.Path.cwd():
+        return pathlib.Path(DEFAULT_DB)
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,9 +179,18 @@ class RunDiff:
     nodes: list[NodeDelta]
     #: ``None`` when the runs took the same path with the same states and outcomes
     first_divergence: Divergence | None
+    #: the differences left out (volatile values, ``ignore`` globs) up to the first divergence
+    ignored: list[Ignored] = field(default_factory=list)
+    #: the ``ignore`` globs given
+    ignore: list[str] = field(default_factory=list)
+    #: whether volatile values were compared too
+    strict: bool = False
+    #: what the reader should know, such as runs of two different graphs
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``a``, ``b`` (run summaries), ``nodes``, ``first_divergence``."""
+        """A JSON-ready dict: ``a``, ``b`` (run summaries), ``nodes``, ``first_divergence``,
+        ``ignored``, ``ignore``, ``strict`` and ``warnings``."""
         return {
             "a": _run_summary(self.a),
             "b": _run_summary(self.b),
@@ -143,7 +198,70 @@ class RunDiff:
             "first_divergence": None
             if self.first_divergence is None
             else self.first_divergence.to_dict(),
+            "ignored": [item.to_dict() for item in self.ignored],
+            "ignore": list(self.ignore),
+            "strict": self.strict,
+            "warnings": list(self.warnings),
         }
+
+
+@dataclass
+class StepDiff:
+    """The states after two steps compared (of one run, or of two)."""
+
+    a: RunRecord
+    b: RunRecord
+    step_a: int
+    step_b: int
+    #: the nodes (units) of the two steps
+    node_a: str | None
+    node_b: str | None
+    #: what changed from the state after ``step_a`` to the state after ``step_b``, by path;
+    #: ``old`` and ``new`` are the stored values
+    changes: list[Change]
+    #: the differences left out (volatile values, ``ignore`` globs)
+    ignored: list[Ignored] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    strict: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``a``, ``b`` (run summaries), ``step_a``, ``step_b``, ``node_a``,
+        ``node_b``, ``changes`` (``path``, ``kind``, ``old``, ``new``), ``ignored``, ``ignore``,
+        ``strict`` and ``warnings``."""
+        return {
+            "a": _run_summary(self.a),
+            "b": _run_summary(self.b),
+            "step_a": self.step_a,
+            "step_b": self.step_b,
+            "node_a": self.node_a,
+            "node_b": self.node_b,
+            "changes": [
+                {"path": c.path, "kind": c.kind, "old": c.old, "new": c.new} for c in self.changes
+            ],
+            "ignored": [item.to_dict() for item in self.ignored],
+            "ignore": list(self.ignore),
+            "strict": self.strict,
+            "warnings": list(self.warnings),
+        }
+
+
+def graph_warnings(a: RunRecord, b: RunRecord) -> list[str]:
+    """A warning when two runs compared are not of one graph (their names or frameworks
+    differ): their differences then say little about a change."""
+    if (a.name, a.framework) == (b.name, b.framework):
+        return []
+    return [
+        f"run a is of {a.name!r} ({a.framework}) and run b of {b.name!r} ({b.framework}): "
+        "they are runs of different graphs, compared step by step all the same"
+    ]
+
+
+def _value_at(value: Any, path: str, fallback: Any) -> Any:
+    try:
+        return get_path(value, path)
+    except Exception:  # a path the parser refuses (a dunder key): the compared copy will do
+        return fallback
 
 
 @dataclass
@@ -341,19 +459,27 @@ class Store(abc.ABC):
         """The value a token of :meth:`_diff_rows` stands for."""
         return token
 
-    def diff_runs(self, a: str, b: str) -> RunDiff:
+    def diff_runs(
+        self, a: str, b: str, *, ignore: Iterable[str] = (), strict: bool = False
+    ) -> RunDiff:
         """Compare two runs (typically of one graph): what ran, how long, and where they part.
 
         Steps are compared in order (units of one superstep by node, as they run concurrently):
         the first pair that ran different units is a ``path`` divergence, the first that ended
         with a different status a ``status`` one, the first that left a different state a
-        ``state`` one, with the differing state paths.
+        ``state`` one, with the differing state paths. Values that are new on every run
+        (message ids, generated ids, timestamps: see :mod:`flowdbg.store._ignore`) are left out
+        unless ``strict``, and listed in :attr:`RunDiff.ignored`.
 
         :param a: a run id or unique prefix.
         :param b: another.
-        :returns: the comparison.
+        :param ignore: globs of state paths to leave out too (``messages[*].id``, ``**.usage``).
+        :param strict: compare volatile values too (``ignore`` globs still apply).
+        :returns: the comparison; its ``warnings`` say when the runs are of different graphs.
         :raises RunNotFound: if a run is unknown.
+        :raises ValueError: if an ``ignore`` glob is empty.
         """
+        rules = IgnoreRules(ignore, strict=strict)
         run_a, run_b = self.get_run(a), self.get_run(b)
         rows_a = _aligned(self._diff_rows(run_a.run_id))
         rows_b = _aligned(self._diff_rows(run_b.run_id))
@@ -361,10 +487,77 @@ class Store(abc.ABC):
             a=run_a,
             b=run_b,
             nodes=_node_deltas(rows_a, rows_b),
-            first_divergence=self._first_divergence(rows_a, rows_b),
+            first_divergence=self._first_divergence(rows_a, rows_b, rules),
+            ignored=rules.ignored,
+            ignore=list(rules.patterns),
+            strict=strict,
+            warnings=graph_warnings(run_a, run_b),
         )
 
-    def _first_divergence(self, rows_a: list[DiffRow], rows_b: list[DiffRow]) -> Divergence | None:
+    def diff_steps(
+        self,
+        a: str,
+        step_a: int,
+        step_b: int,
+        *,
+        b: str | None = None,
+        ignore: Iterable[str] = (),
+        strict: bool = False,
+    ) -> StepDiff:
+        """Compare the state after one step with the state after another: of one run (say,
+        what steps 3 to 7 changed), or of two runs (``b``).
+
+        The states are those :meth:`get_state` gives; volatile values and ``ignore`` globs are
+        left out as in :meth:`diff_runs`.
+
+        :param a: a run id or unique prefix.
+        :param step_a: a step of run ``a``.
+        :param step_b: a step of run ``b`` (of run ``a`` when ``b`` is not given).
+        :param b: another run, or ``None`` for run ``a``.
+        :param ignore: globs of state paths to leave out.
+        :param strict: compare volatile values too.
+        :returns: the changes from the first state to the second.
+        :raises RunNotFound: if a run is unknown.
+        :raises StepNotFound: if a step is outside its run's steps.
+        :raises ValueError: if an ``ignore`` glob is empty.
+        """
+        rules = IgnoreRules(ignore, strict=strict)
+        run_a = self.get_run(a)
+        run_b = run_a if b is None else self.get_run(b)
+        state_a = self.get_state(run_a.run_id, step_a)
+        state_b = self.get_state(run_b.run_id, step_b)
+        norm_a, norm_b = rules.normalize(state_a, state_b)
+        changes = [
+            Change(
+                change.path,
+                change.kind,
+                None if change.kind == "added" else _value_at(state_a, change.path, change.old),
+                None if change.kind == "removed" else _value_at(state_b, change.path, change.new),
+            )
+            for change in state_diff(norm_a, norm_b).changes()
+        ]
+        return StepDiff(
+            a=run_a,
+            b=run_b,
+            step_a=step_a,
+            step_b=step_b,
+            node_a=self._node_of(run_a.run_id, step_a),
+            node_b=self._node_of(run_b.run_id, step_b),
+            changes=changes,
+            ignored=rules.ignored,
+            ignore=list(rules.patterns),
+            strict=strict,
+            warnings=[] if run_a is run_b else graph_warnings(run_a, run_b),
+        )
+
+    def _node_of(self, run_id: str, step: int) -> str | None:
+        found = self.get_steps(run_id, from_step=step, to_step=step, values=False)
+        return found[0].node if found else None
+
+    def _first_divergence(
+        self, rows_a: list[DiffRow], rows_b: list[DiffRow], rules: IgnoreRules | None = None
+    ) -> Divergence | None:
+        rules = IgnoreRules() if rules is None else rules
         for index in range(max(len(rows_a), len(rows_b))):
             if index >= len(rows_a) or index >= len(rows_b):
                 longer, name, other = (
@@ -411,10 +604,10 @@ class Store(abc.ABC):
                     f"run a, {sb.error.type}: {sb.error.message} in run b"
                 )
                 return Divergence(kind="status", detail=detail, **common)
-            paths = self._value_paths(row_a.state, row_b.state)
+            paths = self._value_paths(row_a.state, row_b.state, rules)
             what = "state after"
             if paths is None and row_a.state is None and row_b.state is None:
-                paths = self._value_paths(row_a.output, row_b.output)
+                paths = self._value_paths(row_a.output, row_b.output, rules, ("output",))
                 paths = None if paths is None else _prefixed("output", paths)
                 what = "output of"
             if paths is not None:
@@ -426,11 +619,17 @@ class Store(abc.ABC):
                 )
         return None
 
-    def _value_paths(self, token_a: Any, token_b: Any) -> list[str] | None:
-        """The paths where two values differ, ``None`` if they are equal."""
+    def _value_paths(
+        self, token_a: Any, token_b: Any, rules: IgnoreRules, prefix: tuple[str, ...] = ()
+    ) -> list[str] | None:
+        """The paths where two values differ, ``None`` if they are equal (once what ``rules``
+        leave out is)."""
         if token_a == token_b:
             return None
         value_a, value_b = self._diff_value(token_a), self._diff_value(token_b)
+        if value_a == value_b:
+            return None
+        value_a, value_b = rules.normalize(value_a, value_b, prefix)
         if value_a == value_b:
             return None
         return state_diff(value_a, value_b).paths or [""]

@@ -264,6 +264,14 @@ class SQLiteStore(Store):
         is false.
     :param create: create the database if it does not exist.
     :param readonly: open for reading only; :meth:`write_batch` and :meth:`prune` raise.
+        Nothing is written, and the file may be read-only: SQLite opens it with ``mode=ro``,
+        which still needs the ``-shm`` file next to it (a WAL database's shared memory) or a
+        folder it can create it in. Where neither is there (a read-only folder or mount),
+        the file is opened ``immutable``.
+    :param immutable: with ``readonly``: ``True`` reads the file as one nothing changes
+        (SQLite's ``immutable=1``: no ``-shm`` file, no locks, and transactions still in the
+        ``-wal`` file unseen); ``False`` never does; ``None`` (the default) tries ``mode=ro``
+        first and falls back to it.
     :param redact: key patterns whose values are stored as ``"[REDACTED]"`` (case-insensitive
         regular expressions); ``()`` to store everything.
     :raises StoreError: if the file is not a flowdbg database, was written by a newer flowdbg,
@@ -276,11 +284,15 @@ class SQLiteStore(Store):
         *,
         create: bool = True,
         readonly: bool = False,
+        immutable: bool | None = None,
         redact: Sequence[str] | None = DEFAULT_REDACT,
     ) -> None:
         self._file = Path(os.fspath(path)).expanduser().absolute()
         self.path = str(self._file)
         self.readonly = readonly
+        #: whether the file is read as immutable (decided on opening when not given)
+        self.immutable = bool(readonly and immutable)
+        self._may_fall_back = readonly and immutable is None
         self._redact = compile_redact(
             redact if redact is None or isinstance(redact, str) else tuple(redact)
         )
@@ -297,7 +309,8 @@ class SQLiteStore(Store):
         self._setup(self._connect())
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self.path!r}{', readonly=True' if self.readonly else ''})"
+        mode = ", immutable=True" if self.immutable else ", readonly=True" if self.readonly else ""
+        return f"SQLiteStore({self.path!r}{mode})"
 
     # -- opening --
 
@@ -320,6 +333,13 @@ class SQLiteStore(Store):
                     head = file.read(len(_SQLITE_MAGIC))
                 if head and head != _SQLITE_MAGIC:
                     raise self._foreign("it is not an SQLite file")
+                if not self.readonly and not os.access(self._file, os.W_OK):
+                    # SQLite would open it read-only without a word, and fail at the first write
+                    raise StoreError(
+                        f"cannot write the flowdbg database {self.path}: the file is read-only; "
+                        "make it writable, or pass --db (or set FLOWDBG_DB) with a path you can "
+                        "write"
+                    )
                 if head or create:
                     return
                 raise self._missing()  # an empty file, and we may not create the database
@@ -338,7 +358,8 @@ class SQLiteStore(Store):
         try:
             if self.readonly:
                 conn = sqlite3.connect(
-                    self._file.as_uri() + "?mode=ro",
+                    self._file.as_uri()
+                    + ("?mode=ro&immutable=1" if self.immutable else "?mode=ro"),
                     uri=True,
                     timeout=_BUSY_TIMEOUT,
                     isolation_level=None,
@@ -371,9 +392,40 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
+    def _readable(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        """A read-only connection that can read: the given one, or an immutable one when the
+        ``-shm`` file of a WAL database can be neither opened nor created."""
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError as exc:
+            if not self._may_fall_back:
+                raise
+            reason = exc
+        self._may_fall_back = False
+        with self._lock:
+            self._connections.remove(conn)
+        conn.close()
+        self.immutable = True
+        conn = self._connect()
+        wal = Path(f"{self._file}-wal")
+        pending = wal.exists() and wal.stat().st_size > 0
+        (log.warning if pending else log.info)(
+            "flowdbg reads %s as immutable since SQLite cannot open it read-only in place (%s)%s",
+            self.path,
+            reason,
+            "; the transactions still in its -wal file are not seen: copy the database with its "
+            "-wal file to a folder you can write and read the copy to see them"
+            if pending
+            else "",
+        )
+        return conn
+
     def _setup(self, conn: sqlite3.Connection) -> None:
         """Check the schema, then create or migrate it, all before writing anything."""
         try:
+            if self.readonly:
+                conn = self._readable(conn)
             version = self._schema_version(conn)
             if version is None and self.readonly:
                 raise self._missing()
@@ -383,7 +435,8 @@ class SQLiteStore(Store):
                 if version != DB_SCHEMA_VERSION:
                     raise StoreError(
                         f"database {self.path} has schema {version}, older than this flowdbg's "
-                        f"({DB_SCHEMA_VERSION}); open it once without --readonly to upgrade it"
+                        f"({DB_SCHEMA_VERSION}); upgrade it by recording a run into it (or by "
+                        "open_store() without readonly) where it can be written"
                     )
                 return
             # Only now is the file known to be ours (or empty): it may be changed.

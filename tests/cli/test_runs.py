@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from cli_helpers import Cli
@@ -269,6 +269,147 @@ def test_diff_two_runs(run_cli: Cli, recorded: dict[str, str]) -> None:
     assert first["delta"] == pytest.approx(first["total_b"] - first["total_a"])
     assert data["first_divergence"]["kind"] == "state"
     assert data["first_divergence"]["paths"] == ["x"]
+    assert (data["ignored"], data["ignore"], data["strict"], data["warnings"]) == (
+        [],
+        [],
+        False,
+        [],
+    )
+
+
+def test_diff_of_runs_of_different_graphs_warns(run_cli: Cli, recorded: dict[str, str]) -> None:
+    warning = (
+        "run a is of 'linear' (stategraph) and run b of 'failing' (stategraph): they are runs of "
+        "different graphs, compared step by step all the same"
+    )
+    result = run_cli("runs", "diff", recorded["linear"], recorded["failing"])
+    assert result.stderr == f"warning: {warning}\n"
+    assert "first divergence (path)" in result.stdout
+    assert run_cli("runs", "diff", recorded["linear"], recorded["linear2"]).stderr == ""
+    data = run_cli.json(
+        "runs", "diff", recorded["linear"], recorded["failing"], command="runs diff"
+    )
+    assert data["warnings"] == [warning]
+
+
+def test_diff_ignore_and_strict(run_cli: Cli, recorded: dict[str, str]) -> None:
+    a, b = recorded["linear"], recorded["linear2"]  # x and y differ from the first step on
+    out = run_cli("runs", "diff", a, b, "--ignore", "x", "--ignore", "y").stdout
+    assert "no divergence: the same path, outcomes and states" in out
+    assert out.splitlines()[-1] == "ignored: x (x, 3 values), y (y, 1 value)"
+    out = run_cli("runs", "diff", a, b, "--ignore", "x").stdout
+    assert "first divergence (state): the state after 'gamma' differs at y" in out
+    data = run_cli.json("runs", "diff", a, b, "--ignore", "?", "--strict", command="runs diff")
+    assert data["first_divergence"] is None
+    assert data["ignore"] == ["?"] and data["strict"] is True
+    assert data["ignored"] == [
+        {"path": "x", "rule": "?", "count": 3},
+        {"path": "y", "rule": "?", "count": 1},
+    ]
+    assert "give a path glob" in run_cli.error("runs", "diff", a, b, "--ignore", "", code=2)
+
+
+def test_diff_steps_of_one_run_and_of_two(run_cli: Cli, recorded: dict[str, str]) -> None:
+    linear, linear2 = recorded["linear"], recorded["linear2"]
+    out = run_cli("runs", "diff", linear, "--steps", "1", "3").stdout
+    assert out.splitlines() == [
+        f"state of run {linear[:8]} (linear) after step 1 (alpha) -> after step 3 (gamma)",
+        "~ x: 2 -> 20",
+        "+ y = 21",
+    ]
+    out = run_cli("runs", "diff", linear, linear2, "--steps", "2", "2").stdout
+    assert out.splitlines() == [
+        f"state after step 2 (beta) of run {linear[:8]} (linear) -> after step 2 (beta) of run "
+        f"{linear2[:8]} (linear)",
+        "~ x: 20 -> 60",
+    ]
+    assert run_cli("runs", "diff", linear, "--steps", "2", "2").stdout.endswith("no differences\n")
+    data = run_cli.json("runs", "diff", linear[:6], "--steps", "1", "3", command="runs diff")
+    assert data["a"]["run_id"] == data["b"]["run_id"] == linear
+    assert "nodes" not in data and "first_divergence" not in data
+    assert data["steps"] == {
+        "step_a": 1,
+        "step_b": 3,
+        "node_a": "alpha",
+        "node_b": "gamma",
+        "changes": [
+            {"path": "x", "kind": "changed", "old": 2, "new": 20},
+            {"path": "y", "kind": "added", "old": None, "new": 21},
+        ],
+    }
+    assert run_cli.error("runs", "diff", linear, "--steps", "1", "9") == (
+        f"error: run {linear[:8]!r} has steps 1..3; step 9 is out of range"
+    )
+    assert "--steps" in run_cli.error("runs", "diff", linear, code=2)
+    assert "numbered from 1" in run_cli.error("runs", "diff", linear, "--steps", "0", "2", code=2)
+
+
+def test_diff_of_two_langgraph_runs_ignores_message_ids(
+    tmp_path: Path, db: Path, run_cli: Cli
+) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, StateGraph
+    from langgraph.graph.message import add_messages
+    from typing_extensions import TypedDict
+
+    # the functional form: LangGraph reads the reducer from a real annotation, not a string
+    Chat = TypedDict("Chat", {"messages": Annotated[list[Any], add_messages]})  # noqa: UP013
+
+    def bot(state: Any) -> dict[str, Any]:
+        return {"messages": [AIMessage(content="hi there")]}
+
+    graph = StateGraph(Chat)
+    graph.add_node("bot", bot)
+    graph.set_entry_point("bot")
+    graph.add_edge("bot", END)
+    app = graph.compile()
+    dbg = flowdbg.Debugger(record=True, db=db)
+    try:
+        dbg.attach(app)
+        ids = []
+        for _ in range(2):
+            handle = dbg.start(app.invoke, {"messages": [HumanMessage(content="hello")]})
+            assert handle.exception(timeout=T) is None
+            ids.append(handle.run_id)
+        assert dbg.flush(timeout=T)
+    finally:
+        dbg.close()
+    out = run_cli("runs", "diff", *ids).stdout
+    assert out.splitlines()[-2:] == [
+        "no divergence: the same path, outcomes and states",
+        "ignored: messages[*].id (message id, 2 values); --strict compares them",
+    ]
+    out = run_cli("runs", "diff", *ids, "--strict").stdout
+    assert out.splitlines()[-1] == (
+        "first divergence (state): the state after 'bot' differs at messages[0].id, messages[1].id"
+    )
+
+
+# ---------------------------------------------------------------------------- the database
+
+
+def test_read_commands_find_the_database_in_a_parent_folder(
+    graphs: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FLOWDBG_DB")
+    (graphs / ".git").mkdir()  # the project's top: the search ends there
+    Cli(graphs)("run", "graphs.py:app", "--input", '{"x": 1}')
+    assert (graphs / ".flowdbg" / "flowdbg.db").exists()
+    deep = graphs / "src" / "pkg"
+    deep.mkdir(parents=True)
+    out = Cli(deep)("runs", "ls").stdout
+    assert [r[1] for r in rows(out)] == ["linear"]
+    data = Cli(deep).json("runs", "ls", command="runs ls")
+    assert data["db"] == str(graphs / ".flowdbg" / "flowdbg.db")
+    assert not (deep / ".flowdbg").exists()
+    elsewhere = graphs.parent / "elsewhere"
+    (elsewhere / ".git").mkdir(parents=True)
+    message = Cli(elsewhere).error("runs", "ls")
+    assert message == (
+        "error: no flowdbg database at "
+        f"{elsewhere / '.flowdbg' / 'flowdbg.db'}; record a run first or pass --db"
+    )
 
 
 # ---------------------------------------------------------------------------- runs replay

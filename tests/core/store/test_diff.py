@@ -10,7 +10,7 @@ from store_helpers import T0, run, run_id, step
 
 from flowdbg.events import ErrorInfo
 from flowdbg.records import StepRecord
-from flowdbg.store import RunNotFound, SQLiteStore
+from flowdbg.store import RunNotFound, SQLiteStore, StepNotFound
 
 
 def graph_run(
@@ -197,3 +197,225 @@ def test_unknown_runs_are_refused(store: SQLiteStore) -> None:
     a = record(store, 1, graph_run(1, ["plan"]))
     with pytest.raises(RunNotFound):
         store.diff_runs(a, "ffffffff")
+
+
+# ------------------------------------------------------------------ volatile values, --ignore
+
+
+def message(kind: str, content: str, msg_id: str) -> dict[str, Any]:
+    """A LangChain message as the store keeps it."""
+    return {
+        "content": content,
+        "additional_kwargs": {},
+        "response_metadata": {},
+        "type": kind,
+        "name": None,
+        "id": msg_id,
+    }
+
+
+def chat_run(store: SQLiteStore, n: int, answer: str = "hi there", **extra: Any) -> str:
+    """A LangGraph-like run: one step appending an AI message (new ids on every run)."""
+    uid = f"{n:08x}-1111-4111-8111-{n:012x}"
+    state = {
+        "messages": [
+            message("human", "hello", "a" + uid[1:]),
+            message("ai", answer, "b" + uid[1:]),
+        ],
+        **extra,
+    }
+    return state_run(store, n, [state])
+
+
+def state_run(store: SQLiteStore, n: int, states: list[dict[str, Any]]) -> str:
+    """A run of one graph ("chat") leaving these states."""
+    rid = run_id(n)
+    steps = [step(rid, i, node=f"node{i}", state=s) for i, s in enumerate(states, start=1)]
+    store.write_batch(runs=[run(n, name="chat")], steps=steps)
+    return rid
+
+
+def test_message_ids_are_ignored_and_listed(store: SQLiteStore) -> None:
+    a, b = chat_run(store, 1), chat_run(store, 2)
+    result = store.diff_runs(a, b)
+    assert result.first_divergence is None
+    assert [i.to_dict() for i in result.ignored] == [
+        {"path": "messages[*].id", "rule": "message id", "count": 2}
+    ]
+    data = result.to_dict()
+    assert data["ignored"] == [{"path": "messages[*].id", "rule": "message id", "count": 2}]
+    assert (data["ignore"], data["strict"], data["warnings"]) == ([], False, [])
+
+
+def test_strict_compares_message_ids(store: SQLiteStore) -> None:
+    a, b = chat_run(store, 1), chat_run(store, 2)
+    result = store.diff_runs(a, b, strict=True)
+    div = result.first_divergence
+    assert div is not None and div.paths == ["messages[0].id", "messages[1].id"]
+    assert result.ignored == [] and result.strict
+
+
+def test_a_real_difference_is_found_beside_ignored_ids(store: SQLiteStore) -> None:
+    a, b = chat_run(store, 1), chat_run(store, 2, answer="bye")
+    div = store.diff_runs(a, b).first_divergence
+    assert div is not None and div.kind == "state"
+    assert div.paths == ["messages[1].content"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value_a", "value_b", "rule"),
+    [
+        ("run_id", "1f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f", "2a0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f",
+         "generated id"),
+        ("id", "run-1f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f-0",
+         "lc_run--9f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e70", "generated id"),
+        ("tool_call_id", "call_Ab3dE5fG7hI9", "call_Zz9yX8wV7uT6", "generated id"),
+        ("traceId", "0af7651916cd43dd8448eb211c80319c", "1bf7651916cd43dd8448eb211c80319c",
+         "generated id"),
+        ("created_at", "2024-05-01T10:00:00Z", "2024-05-02T11:30:00.123+02:00", "timestamp"),
+        ("timestamp", 1_714_557_600.5, 1_714_557_609.25, "timestamp"),
+        ("sent_ts", 1_714_557_600_123, 1_714_557_600_999, "timestamp"),
+    ],
+)  # fmt: skip
+def test_volatile_values_are_ignored(
+    store: SQLiteStore, key: str, value_a: Any, value_b: Any, rule: str
+) -> None:
+    a = state_run(store, 1, [{"meta": {key: value_a}, "x": 1}])
+    b = state_run(store, 2, [{"meta": {key: value_b}, "x": 1}])
+    result = store.diff_runs(a, b)
+    assert result.first_divergence is None
+    assert [(i.path, i.rule, i.count) for i in result.ignored] == [(f"meta.{key}", rule, 1)]
+
+
+@pytest.mark.parametrize(
+    ("key", "value_a", "value_b"),
+    [
+        ("user_id", "user-1", "user-2"),  # ids a person chose: a real difference
+        ("id", 41, 42),
+        ("run_id", "1f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f", "none"),
+        ("created_at", "2024-05-01T10:00:00Z", "yesterday"),
+        ("timestamp", 3, 4),  # not a time since 1970
+        ("label", "1f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f", "2a0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f"),
+    ],
+)
+def test_values_that_are_not_volatile_on_both_sides_are_compared(
+    store: SQLiteStore, key: str, value_a: Any, value_b: Any
+) -> None:
+    a = state_run(store, 1, [{"meta": {key: value_a}}])
+    b = state_run(store, 2, [{"meta": {key: value_b}}])
+    result = store.diff_runs(a, b)
+    assert result.first_divergence is not None
+    assert result.first_divergence.paths == [f"meta.{key}"]
+    assert result.ignored == []
+
+
+def test_ignore_globs_leave_out_paths_and_what_is_below(store: SQLiteStore) -> None:
+    a = state_run(
+        store, 1, [{"usage": {"tokens": 10}, "notes": [{"score": 1}, {"score": 2}], "x": 1}]
+    )
+    b = state_run(
+        store, 2, [{"usage": {"tokens": 12}, "notes": [{"score": 3}, {"score": 2}], "x": 1}]
+    )
+    assert store.diff_runs(a, b).first_divergence is not None
+    result = store.diff_runs(a, b, ignore=["usage", "notes[*].score"])
+    assert result.first_divergence is None
+    assert [(i.path, i.rule, i.count) for i in result.ignored] == [
+        ("usage", "usage", 1),
+        ("notes[*].score", "notes[*].score", 1),
+    ]
+    assert result.ignore == ["usage", "notes[*].score"]
+    # one index only, any depth, one key's characters
+    assert store.diff_runs(a, b, ignore=["notes[1].score", "usage"]).first_divergence is not None
+    assert store.diff_runs(a, b, ignore=["**.score", "us*"]).first_divergence is None
+    assert store.diff_runs(a, b, ignore=["**.tokens", "*.score"]).first_divergence is not None
+
+
+def test_strict_keeps_the_ignore_globs(store: SQLiteStore) -> None:
+    a, b = chat_run(store, 1), chat_run(store, 2)
+    result = store.diff_runs(a, b, ignore=["messages[*].id"], strict=True)
+    assert result.first_divergence is None
+    assert [(i.path, i.rule) for i in result.ignored] == [("messages[*].id", "messages[*].id")]
+
+
+def test_an_empty_glob_is_refused(store: SQLiteStore) -> None:
+    a = chat_run(store, 1)
+    with pytest.raises(ValueError, match="ignore pattern must not be empty"):
+        store.diff_runs(a, a, ignore=[" "])
+
+
+def test_outputs_are_matched_with_their_output_prefix(store: SQLiteStore) -> None:
+    rid_a, rid_b = run_id(1), run_id(2)
+    tool = {"node": "search", "kind": "tool"}
+    store.write_batch(
+        runs=[run(1), run(2)],
+        steps=[
+            step(rid_a, 1, **tool, output={"hits": ["x"], "took": 0.1}),
+            step(rid_b, 1, **tool, output={"hits": ["x"], "took": 0.3}),
+        ],
+    )
+    assert store.diff_runs(rid_a, rid_b).first_divergence is not None
+    result = store.diff_runs(rid_a, rid_b, ignore=["output.took"])
+    assert result.first_divergence is None
+    assert [i.path for i in result.ignored] == ["output.took"]
+
+
+def test_runs_of_different_graphs_come_with_a_warning(store: SQLiteStore) -> None:
+    a = record(store, 1, graph_run(1, ["plan"]))
+    b = record(store, 2, graph_run(2, ["plan"]))  # run(2) is named graph2
+    store.write_batch(runs=[run(3, name="graph1")], steps=graph_run(3, ["plan"]))
+    result = store.diff_runs(a, b)
+    assert result.warnings == [
+        "run a is of 'graph1' (stategraph) and run b of 'graph2' (stategraph): they are runs of "
+        "different graphs, compared step by step all the same"
+    ]
+    assert result.to_dict()["warnings"] == result.warnings
+    assert store.diff_runs(a, run_id(3)).warnings == []
+    store.write_batch(runs=[run(4, name="graph1", framework="langgraph")])
+    assert "(langgraph)" in store.diff_runs(a, run_id(4)).warnings[0]
+
+
+# ------------------------------------------------------------------ steps of one run, or two
+
+
+def test_two_steps_of_one_run(store: SQLiteStore) -> None:
+    a = record(store, 1, graph_run(1, ["plan", "search", "answer"]))
+    result = store.diff_steps(a[:6], 1, 3)
+    assert (result.a.run_id, result.b.run_id) == (a, a)
+    assert (result.step_a, result.step_b, result.node_a, result.node_b) == (1, 3, "plan", "answer")
+    assert [(c.path, c.kind, c.old, c.new) for c in result.changes] == [
+        ("answer", "added", None, "answer says hi"),
+        ("notes[1]", "added", None, "search says hi"),
+        ("notes[2]", "added", None, "answer says hi"),
+        ("search", "added", None, "search says hi"),
+    ]
+    assert result.warnings == []
+    assert store.diff_steps(a, 2, 2).changes == []
+    data = result.to_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert data["changes"][0] == {
+        "path": "answer",
+        "kind": "added",
+        "old": None,
+        "new": "answer says hi",
+    }
+
+
+def test_steps_of_two_runs_ignore_volatile_values_and_show_stored_values(
+    store: SQLiteStore,
+) -> None:
+    a = chat_run(store, 1, answer="yes")
+    b = chat_run(store, 2, answer="no")
+    result = store.diff_steps(a, 1, 1, b=b)
+    assert [(c.path, c.kind, c.old, c.new) for c in result.changes] == [
+        ("messages[1].content", "changed", "yes", "no")
+    ]
+    assert [(i.path, i.count) for i in result.ignored] == [("messages[*].id", 2)]
+    strict = store.diff_steps(a, 1, 1, b=b, strict=True)
+    ids = [c for c in strict.changes if c.path.endswith(".id")]
+    assert [c.old[:8] for c in ids] == ["a0000001", "b0000001"]
+
+
+def test_a_step_outside_the_run_is_refused(store: SQLiteStore) -> None:
+    a = record(store, 1, graph_run(1, ["plan", "search"]))
+    with pytest.raises(StepNotFound, match="step 9 is out of range"):
+        store.diff_steps(a, 1, 9)

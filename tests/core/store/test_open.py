@@ -19,6 +19,7 @@ from flowdbg.store import (
     StoreError,
     _sqlite,
     default_db_path,
+    find_db,
     open_store,
 )
 
@@ -49,14 +50,66 @@ def test_the_default_database_is_in_the_current_folder_unless_flowdbg_db_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("FLOWDBG_DB", raising=False)
-    assert default_db_path() == Path(".flowdbg/flowdbg.db") == Path(DEFAULT_DB)
+    (tmp_path / ".git").mkdir()  # the top of a repository: the search ends there
     monkeypatch.chdir(tmp_path)
+    assert default_db_path() == Path(".flowdbg/flowdbg.db") == Path(DEFAULT_DB)
     with open_store() as store:
         assert store.path == str(tmp_path / ".flowdbg" / "flowdbg.db")
     monkeypatch.setenv("FLOWDBG_DB", str(tmp_path / "env.db"))
     assert default_db_path() == tmp_path / "env.db"
     with open_store() as store:
         assert store.path == str(tmp_path / "env.db")
+
+
+def test_the_default_database_is_found_in_a_parent_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FLOWDBG_DB", raising=False)
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with open_store() as store:  # recording at the top creates ./.flowdbg
+        store.write_batch(runs=[run(1)])
+    deep = tmp_path / "src" / "pkg"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    found = tmp_path / ".flowdbg" / "flowdbg.db"
+    assert find_db() == found == default_db_path()
+    with open_store(create=False) as store:
+        assert store.path == str(found)
+        assert [r.run_id for r in store.list_runs()] == [run_id(1)]
+    assert not (deep / ".flowdbg").exists()
+    # the nearest one wins, and FLOWDBG_DB wins over all
+    (deep / ".flowdbg").mkdir()
+    assert default_db_path() == Path(DEFAULT_DB)
+    assert find_db(tmp_path / "src") == found
+    monkeypatch.setenv("FLOWDBG_DB", str(tmp_path / "env.db"))
+    assert default_db_path() == tmp_path / "env.db"
+
+
+def test_the_search_ends_at_the_top_of_a_git_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FLOWDBG_DB", raising=False)
+    (tmp_path / ".flowdbg").mkdir()  # above the repository: not the project's
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    assert find_db() is None
+    assert default_db_path() == Path(DEFAULT_DB)
+    (repo / ".flowdbg").mkdir()  # at the top of the repository: found
+    assert find_db() == repo / ".flowdbg" / "flowdbg.db"
+
+
+def test_the_search_does_not_go_into_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".flowdbg").mkdir(parents=True)
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert find_db(home / "project") is None
+    assert find_db(home) == home / ".flowdbg" / "flowdbg.db"
 
 
 def test_a_relative_path_stays_put_when_the_process_changes_folder(
@@ -168,7 +221,7 @@ def test_an_older_schema_is_migrated_forward(
 
     monkeypatch.setattr(_sqlite, "MIGRATIONS", [*_sqlite.MIGRATIONS, add_notes])
     monkeypatch.setattr(_sqlite, "DB_SCHEMA_VERSION", 2)
-    with pytest.raises(StoreError, match="open it once without --readonly to upgrade it"):
+    with pytest.raises(StoreError, match=r"upgrade it by recording a run into it \(or by"):
         open_store(db, readonly=True)
     with open_store(db) as store:
         assert store.get_state(run_id(1), 2) == {"count": 2}

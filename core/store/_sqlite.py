@@ -399,7 +399,10 @@ class SQLiteStore(Store):
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
-            if not self._may_fall_back:
+            # only a -shm file SQLite may neither open nor create ("readonly", "unable to
+            # open"): a busy or damaged database must not be read as immutable
+            text = str(exc).lower()
+            if not self._may_fall_back or not ("readonly" in text or "unable to open" in text):
                 raise
             reason = exc
         self._may_fall_back = False

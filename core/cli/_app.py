@@ -259,7 +259,9 @@ def _warn(message: str) -> None:
 
 
 def resolve_db(db: str | None) -> str:
-    """The database path: ``--db``, else ``$FLOWDBG_DB``, else ``./.flowdbg/flowdbg.db``."""
+    """The database path: ``--db``, else ``$FLOWDBG_DB``, else ``.flowdbg/flowdbg.db`` in the
+    nearest folder up that has a ``.flowdbg`` folder (as git finds its repository), else in the
+    current one."""
     if db:
         return db
     from flowdbg.store import default_db_path
@@ -307,7 +309,8 @@ def db_option(fn: Any) -> Any:
         "--db",
         metavar="PATH",
         default=None,
-        help="the SQLite database (default: $FLOWDBG_DB or ./.flowdbg/flowdbg.db)",
+        help="the SQLite database (default: $FLOWDBG_DB, else .flowdbg/flowdbg.db in the "
+        "nearest folder up that has one)",
     )(fn)
 
 
@@ -538,7 +541,10 @@ def _report(
         store = dbg.store
         if store is None:
             out.line("")
-            out.line("not recorded (--no-record or FLOWDBG_RECORD=0)")
+            out.line(
+                "not recorded (--no-record, FLOWDBG_RECORD=0, or a database that cannot be "
+                "written: see the warning above)"
+            )
         else:
             dbg.flush(timeout=30)
             out.line("")

@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import re
 import socket
 import sqlite3
 import threading
@@ -23,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from flowdbg._redact import redactor
 from flowdbg.events import ErrorInfo
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.store._base import DiffRow, Store
@@ -209,10 +211,14 @@ def _text(value: str | None) -> str | None:
     return value
 
 
-def _error_columns(error: ErrorInfo | None) -> tuple[str | None, ...]:
+def _error_columns(error: ErrorInfo | None, keys: re.Pattern[str] | None) -> tuple[str | None, ...]:
     if error is None:
         return (None, None, None, None)
-    return (_text(error.type), _text(error.module), _text(error.message), _text(error.traceback))
+    message, traceback = error.message, error.traceback
+    found = None if keys is None else redactor(keys)
+    if found is not None:  # an exception's text may hold a secret too (a URL with a password)
+        message, traceback = found.text(message), found.text(traceback)
+    return (_text(error.type), _text(error.module), _text(message), _text(traceback))
 
 
 def _error(row: Sequence[Any], at: int) -> ErrorInfo | None:
@@ -610,7 +616,9 @@ class SQLiteStore(Store):
         where = f"of run {run.run_id}"
         input_ref, _ = self._encode(encoder, packer, run.input, "in the input " + where)
         output_ref, _ = self._encode(encoder, packer, run.output, "in the output " + where)
-        error_type, error_module, error_message, error_traceback = _error_columns(run.error)
+        error_type, error_module, error_message, error_traceback = _error_columns(
+            run.error, self._redact
+        )
         return {
             "id": run.run_id,
             "parent": run.parent_run_id,
@@ -658,7 +666,7 @@ class SQLiteStore(Store):
             step.ended_at,
             duration,
             decision,
-            *_error_columns(step.error),
+            *_error_columns(step.error, self._redact),
             _text(step.branch),
             step.attempt,
             input_ref,

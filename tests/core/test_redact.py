@@ -260,3 +260,25 @@ def test_short_reprs_hide_secrets_even_when_cut() -> None:
     # the cut falls inside the key: no part of it is shown
     cut = short_repr("ab sk-abcdefghijklmnop0123456789 " + "x" * 1000, 24)
     assert "abcdefgh" not in cut and "sk-" in cut
+
+
+def test_a_secret_in_an_exception_message_is_not_stored(tmp_path: Path) -> None:
+    def connect(s: dict[str, Any]) -> dict[str, Any]:
+        raise ConnectionError("cannot reach postgres://app:hunter2secret@db.internal/orders")
+
+    g = StateGraph(name="failing")
+    g.add_node("connect", connect)
+    g.set_entry_point("connect")
+    g.add_edge("connect", "__end__")
+    db = tmp_path / "errors.db"
+    with flowdbg.Debugger(db=db) as dbg:
+        app = dbg.attach(g.compile())
+        with pytest.raises(ConnectionError):
+            app.invoke({})
+        assert dbg.flush(10)
+        assert dbg.store is not None
+        (run,) = dbg.store.list_runs()
+        assert run.error is not None and "[REDACTED]" in run.error.message
+        assert "postgres://app:[REDACTED]@db.internal/orders" in run.error.message
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("errors"))
+    assert b"hunter2secret" not in stored

@@ -500,10 +500,16 @@ def _report(
     hint: Callable[[BaseException], str | None] | None = None,
     output: str | None = None,
 ) -> int:
+    # after a quit the run was terminated: a unit that does not come back within a few seconds
+    # is a call nothing can interrupt (named by the TimeoutError); the process leaves it
+    wait = 5.0 if outcome is Outcome.QUIT else 30.0
     try:
-        exc = handle.exception(timeout=30)
-    except TimeoutError:
-        out.line("the run did not end within 30 s after the session; leaving it")
+        exc = handle.exception(timeout=wait)
+    except TimeoutError as late:
+        out.line(f"{late}; leaving it (it was recorded as running)", style="yellow")
+        return 1
+    except KeyboardInterrupt:
+        out.line("leaving the run without waiting for it to end")
         return 1
     out.line("")
     failure: str | None = None

@@ -274,7 +274,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "del": ("del PATH", "delete the key or element at PATH; applied on resume"),
     "diff": ("diff", "what the unit changed in the state (at an after stop)"),
     "where": ("w(here)", "node, position, step, superstep, branch and attempt of the stop"),
-    "stops": ("stops", "the open stops (parallel branches); * marks the selected one"),
+    "stops": (
+        "stops",
+        "the open stops (parallel branches; * marks the selected one) and the units running",
+    ),
     "stop": ("stop [N]", "select stop-N (alone: show the selected stop again)"),
     "log": ("log", "the run log so far"),
     "list": ("l(ist)", "the graph around the node: predecessors -> [node] -> successors"),
@@ -731,6 +734,11 @@ class Session:
             mark = "*" if selected is not None and stop.id == selected.id else " "
             branch = f" branch {stop.location.branch}" if stop.location.branch else ""
             self.out.line(f"{mark} {stop}{branch}")
+        for unit in self.dbg.status().running:  # branches not held: what they run now
+            where = "/".join([*unit["path"], unit["node"]])
+            self.out.line(
+                f"  running {unit['kind']} {where!r} (step {unit['step']}, {unit['seconds']:.1f} s)"
+            )
 
     def do_stop(self, arg: str) -> None:
         if not arg:

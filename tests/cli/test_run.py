@@ -439,3 +439,36 @@ def test_tool_command_usage(run_cli: Cli, db: Path) -> None:
         input="tool shell rm\ntool\nc\n",
     ).stdout
     assert out.count("error: usage: tool NAME [~REGEX] [if EXPR]") == 2
+
+
+HANGING = """
+import time
+from flowdbg.adapters.stategraph import END, StateGraph
+
+def hang(s):
+    time.sleep(8)  # a sync call nothing can interrupt
+    return {}
+
+g = StateGraph(name="hanging")
+g.add_node("fan", lambda s: {})
+g.add_node("hang", hang)
+g.add_node("other", lambda s: {})
+g.set_entry_point("fan")
+g.add_edge("fan", "hang")
+g.add_edge("fan", "other")
+g.add_edge("hang", END)
+g.add_edge("other", END)
+app = g.compile()
+"""
+
+
+def test_quit_names_a_unit_that_cannot_be_interrupted(run_cli: Cli, graphs: Path) -> None:
+    (graphs / "hanging.py").write_text(HANGING, encoding="utf-8")
+    out = run(run_cli, "hanging.py:app", "-b", "other", "--input", "{}", commands="q\n", code=1)
+    assert "stop-1: breakpoint [bp-1] at before node 'other'" in out
+    assert re.search(
+        r"the run was terminated, but 'hang' \(step 2, \d+\.\d s\) is still running and cannot "
+        r"be interrupted there; the run ends when it returns; leaving it \(it was recorded as "
+        r"running\)",
+        out,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,39 @@ def test_end_of_input_resumes_every_later_stop(graphs_module: Any) -> None:
     finally:
         dbg.close()
     assert "end of input with stop-1 open" in buffer.getvalue()
+
+
+def test_stops_lists_the_units_running_beside_the_stop() -> None:
+    import threading
+
+    dbg = flowdbg.Debugger(record=False)
+    dbg.break_before("held")
+    started, release = threading.Event(), threading.Event()
+
+    def busy(scope: flowdbg.RunScope) -> None:
+        unit = scope.unit("slow", branch="b2")
+        unit.before(state={})
+        started.set()
+        assert release.wait(T)
+        unit.after(output=None)
+
+    scope = dbg.begin_run(framework="test", name="t", input=None)
+    worker = threading.Thread(target=busy, args=(scope,))
+    worker.start()
+    assert started.wait(T)
+    held = dbg.start(lambda: scope.unit("held", branch="b1").call(lambda x: x, 1))
+    assert dbg.wait_for_stop(T) is not None
+    out, buffer = make_out()
+    session = Session(dbg, out, description=None, source=EchoSource([], out))
+    try:
+        session.onecmd("stops")  # while 'slow' still runs on its own branch
+        dbg.resume()
+        assert held.result(T) == 1
+    finally:
+        release.set()
+        worker.join(T)
+        scope.end(output=None)
+        dbg.close()
+    listing = buffer.getvalue()
+    assert "* stop-1: breakpoint" in listing
+    assert re.search(r"running node 'slow' \(step 1, \d+\.\d s\)", listing)

@@ -937,8 +937,8 @@ _FieldPart: TypeAlias = "tuple[str, str | int]"
 def _split_field_name(field_name: str) -> tuple[str, tuple[_FieldPart, ...]]:
     """Split ``state[items][0].name`` into ``('state', (('[', 'items'), ('[', 0), ('.', ...)))``.
 
-    Follows the ``str.format`` rules: an index made only of digits is an int. Raises ValueError
-    for malformed field names.
+    An index is read as in paths (see :func:`_index`): ``[-1]`` is the last item,
+    ``['user id']`` a quoted key. Raises ValueError for malformed field names.
     """
     end = len(field_name)
     position = min(
@@ -964,11 +964,22 @@ def _split_field_name(field_name: str) -> tuple[str, tuple[_FieldPart, ...]]:
             key = field_name[position + 1 : close]
             if not key:
                 raise ValueError("empty index '[]'")
-            parts.append((_ITEM, int(key) if key.isdecimal() else key))
+            parts.append((_ITEM, _index(key)))
             position = close + 1
             if position < end and field_name[position] not in ".[":
                 raise ValueError("only '.' or '[' may follow ']'")
     return root, tuple(parts)
+
+
+def _index(key: str) -> str | int:
+    """An index of a template field, read as paths are everywhere else: digits with an optional
+    minus an int (``[-1]``, the last item), a quoted key its text (``['user id']``), any other
+    key itself (``[messages]``, as ``str.format`` reads it)."""
+    if key.isdecimal() or (key[:1] == "-" and key[1:].isdecimal()):
+        return int(key)
+    if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+        return key[1:-1]
+    return key
 
 
 def _template_error(template: str, problem: str, fix: str) -> ExpressionError:

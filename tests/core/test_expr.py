@@ -571,3 +571,13 @@ def test_check_template_accepts_valid_templates() -> None:
 def test_check_template_rejects_non_strings() -> None:
     with pytest.raises(ExpressionError, match="must be a string"):
         check_template(["{x}"], allowed_names=ALLOWED)  # type: ignore[arg-type]
+
+
+def test_templates_read_indexes_as_paths_do() -> None:
+    names = {"state": {"messages": ["first", "middle", "last"], "user id": "bob", "0": "zero"}}
+    template = "{state[messages][-1]} / {state['user id']} / {state[messages][-3]} / {state[0]}"
+    check_template(template, allowed_names=["state"])
+    # [-1] is the last item and a quoted key is its text, as in p and set; [0] on a dict is the
+    # key 0 (absent here: the field says so, the message is still logged)
+    rendered = render_template(template, names)
+    assert rendered.startswith("last / bob / first / <error: ")

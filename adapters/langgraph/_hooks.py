@@ -143,12 +143,18 @@ def _settle(scope: RunScope, keys: list[str], config: RunnableConfig, superstep:
     scope.settle(state, superstep=superstep if isinstance(superstep, int) else None)
 
 
+def _wanted(scope: RunScope) -> bool:
+    """Whether the state after the run's units is wanted: for the record, or because something
+    can look (without either the run log keeps no states, as for values in general)."""
+    return scope.recording or not scope.quiet
+
+
 def _end(scope: RunScope, info: GraphInfo, **outcome: Any) -> None:
     """End the run. Its last units first get the channels' final values, read through the
     reader of one of its tasks (kept in ``scope.adapter_data``: the loop's channels outlive
     the loop)."""
     read = scope.adapter_data
-    if read is not None and scope.unsettled:
+    if read is not None and scope.unsettled and _wanted(scope):
         try:
             scope.settle(read(info.state_keys, False))
         except Exception:  # pragma: no cover - a reader of a finished loop still reads
@@ -233,7 +239,10 @@ class Traced(Runnable[Any, Any]):
         """The node's unit and the state it sees (settling the units before it first)."""
         if scope.unsettled:
             step = (config.get("metadata") or {}).get("langgraph_step")
-            _settle(scope, self.info.state_keys, config, step)
+            if _wanted(scope):
+                _settle(scope, self.info.state_keys, config, step)
+            else:  # nothing records or looks: no read of the channels (it costs a few µs)
+                scope.settle(None, superstep=step if isinstance(step, int) else None)
         return self._unit(scope, config), self._state(input, config, scope.quiet)
 
     def _raised(self, unit: Unit, exc: BaseException, config: RunnableConfig, state: Any) -> None:

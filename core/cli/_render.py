@@ -236,14 +236,9 @@ def node_names(description: Mapping[str, Any], *, nested: bool = True) -> list[s
 def is_open(description: Mapping[str, Any]) -> bool:
     """Whether units other than the described nodes may run (an ``@entrypoint``'s @task
     calls), so a name missing from :func:`node_names` may still be a unit's."""
-    if description.get("open"):
-        return True
-    return any(
-        isinstance(node, Mapping)
-        and isinstance(node.get("subgraph"), Mapping)
-        and is_open(node["subgraph"])
-        for node in description.get("nodes") or ()
-    )
+    from flowdbg.breakpoints import _is_open
+
+    return _is_open(description)
 
 
 def subgraph_at(description: Mapping[str, Any], path: Iterable[str]) -> Mapping[str, Any] | None:

@@ -283,14 +283,7 @@ class Adapter(abc.ABC):
         :raises flowdbg.errors.RunOptionError: naming the option and this adapter.
         :raises flowdbg.errors.AdapterError: when the target has no method to run it with.
         """
-        own = {param.name for param in self.cli_options()}
-        for key in options.extra:
-            if key not in own:
-                raise RunOptionError(
-                    key,
-                    f"adapter {self.name!r} takes no such option for a "
-                    f"{type(target).__name__}; run it without it",
-                )
+        self.check_own_options(target, options)
         if options.resuming:
             raise RunOptionError(
                 "resume",
@@ -305,6 +298,21 @@ class Adapter(abc.ABC):
                 f"config after the input, so adapter {self.name!r} cannot pass one; run it "
                 "without --config",
             )
+
+    def check_own_options(self, target: Any, options: RunOptions) -> None:
+        """Refuse a key of ``options.extra`` that is none of :meth:`cli_options` (for an
+        adapter's own :meth:`check_run`).
+
+        :raises flowdbg.errors.RunOptionError: naming the option and this adapter.
+        """
+        own = {param.name for param in self.cli_options()}
+        for key in options.extra:
+            if key not in own:
+                raise RunOptionError(
+                    key,
+                    f"adapter {self.name!r} takes no such option for a "
+                    f"{type(target).__name__}; run it without it",
+                )
 
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         """Run ``target`` once with ``input`` in this thread, and return its result.

@@ -166,12 +166,7 @@ class LangGraphAdapter(Adapter):
         return _async_only(target, set())
 
     def check_run(self, target: Any, options: RunOptions) -> None:
-        own = {param.name for param in self.cli_options()}
-        for key in options.extra:
-            if key not in own:
-                raise RunOptionError(
-                    key, f"adapter {self.name!r} takes no such option; run it without it"
-                )
+        self.check_own_options(target, options)
         config = _config(options)
         if options.resuming:
             self._check_resume(target, config)

@@ -181,3 +181,31 @@ class Cli:
         problems = validate(envelope["data"], SCHEMAS[command])
         assert problems == [], problems
         return envelope["data"]
+
+
+def record_graph_runs(graphs: Path, db: Path, runs: list[tuple[str, str, Any]]) -> dict[str, str]:
+    """Run graphs of ``graphs.py`` under a recording debugger: ``runs`` holds (name, the graph's
+    attribute, input); returns the run ids by name, everything flushed to ``db``."""
+    import flowdbg
+
+    sys.path.insert(0, str(graphs))
+    try:
+        import graphs as module
+
+        ids: dict[str, str] = {}
+        dbg = flowdbg.Debugger(record=True, db=db)
+        try:
+            for name, attribute, value in runs:
+                target = getattr(module, attribute)
+                dbg.attach(target)
+                handle = dbg.start(target.invoke, value)
+                handle.exception(timeout=10.0)
+                assert handle.run_id is not None
+                ids[name] = handle.run_id
+            assert dbg.flush(timeout=10.0)
+        finally:
+            dbg.close()
+    finally:
+        sys.path.remove(str(graphs))
+        sys.modules.pop("graphs", None)
+    return ids

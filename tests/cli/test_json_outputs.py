@@ -4,46 +4,31 @@ nested runs, tool calls, error events, a divergence), matches its published sche
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import Cli
+from cli_helpers import Cli, record_graph_runs
 from json_checks import check_output
-
-import flowdbg
 
 T = 10.0
 
 
 @pytest.fixture
-def ids(graphs: Path, db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def ids(graphs: Path, db: Path) -> Iterator[dict[str, str]]:
     """Record runs of the test graphs; their ids by name."""
-    monkeypatch.syspath_prepend(str(graphs))
-    import graphs as module
-
-    found: dict[str, str] = {}
-    dbg = flowdbg.Debugger(record=True, db=db)
-    try:
-        for name, target, value in (
-            ("linear", module.app, {"x": 1}),
-            ("linear2", module.app, {"x": 5}),
-            ("failing", module.failing, {"x": 1}),
-            ("fan", module.fan, {}),
-            ("tools", module.tools, {"q": "flights"}),
-        ):
-            dbg.attach(target)
-            handle = dbg.start(target.invoke, value)
-            handle.exception(timeout=T)
-            assert handle.run_id is not None
-            found[name] = handle.run_id
-        assert dbg.flush(timeout=T)
-    finally:
-        dbg.close()
-        sys.modules.pop("graphs", None)
-    yield found
+    yield record_graph_runs(
+        graphs,
+        db,
+        [
+            ("linear", "app", {"x": 1}),
+            ("linear2", "app", {"x": 5}),
+            ("failing", "failing", {"x": 1}),
+            ("fan", "fan", {}),
+            ("tools", "tools", {"q": "flights"}),
+        ],
+    )
 
 
 def output(run_cli: Cli, command: str, *args: str) -> Any:

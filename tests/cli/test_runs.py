@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from cli_helpers import Cli
+from cli_helpers import Cli, record_graph_runs
 
 import flowdbg
 
@@ -18,30 +17,18 @@ T = 10.0
 
 
 @pytest.fixture
-def recorded(graphs: Path, db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def recorded(graphs: Path, db: Path) -> Iterator[dict[str, str]]:
     """Record runs of the test graphs: two linear ones, a failing one, a nested one."""
-    monkeypatch.syspath_prepend(str(graphs))
-    import graphs as module
-
-    ids: dict[str, str] = {}
-    dbg = flowdbg.Debugger(record=True, db=db)
-    try:
-        for name, target, value in (
-            ("linear", module.app, {"x": 1}),
-            ("linear2", module.app, {"x": 5}),
-            ("failing", module.failing, {"x": 1}),
-            ("fan", module.fan, {}),
-        ):
-            dbg.attach(target)
-            handle = dbg.start(target.invoke, value)
-            handle.exception(timeout=T)
-            assert handle.run_id is not None
-            ids[name] = handle.run_id
-        assert dbg.flush(timeout=T)
-    finally:
-        dbg.close()
-        sys.modules.pop("graphs", None)
-    yield ids
+    yield record_graph_runs(
+        graphs,
+        db,
+        [
+            ("linear", "app", {"x": 1}),
+            ("linear2", "app", {"x": 5}),
+            ("failing", "failing", {"x": 1}),
+            ("fan", "fan", {}),
+        ],
+    )
 
 
 def rows(out: str) -> list[list[str]]:

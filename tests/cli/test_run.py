@@ -78,7 +78,7 @@ def test_diff_at_after_stop_and_message_at_before_stop(run_cli: Cli) -> None:
     )
     assert "stop-1: breakpoint [bp-1] at after node 'beta'" in out
     assert "  ~ x: 2 -> 20" in out
-    assert "  output: {'x': 20}" in out
+    assert "  output (default view): {'x': 20}" in out
     assert "  next: ['gamma']" in out
     assert "stop-2: step at before node 'gamma'" in out
     out2 = run(
@@ -108,7 +108,7 @@ def test_stepping_into_a_tool_call(run_cli: Cli) -> None:
     out = run(run_cli, *args, commands="s\nc\n")
     assert "stop-1: entry at before node 'agent'" in out
     assert "stop-2: step at before tool 'agent/search' (step 2)" in out
-    assert "  input: {'query': 'hi'}" in out
+    assert "  input (default view): {'query': 'hi'}" in out
     assert '"results": [\n      "hi result"\n    ]' in out
 
 
@@ -223,7 +223,10 @@ def test_log_help_and_unknown_command(run_cli: Cli) -> None:
     assert re.search(r"^1\s+alpha\s+node\s+completed", log, flags=re.M)
     assert re.search(r"^2\s+beta\s+node\s+completed", log, flags=re.M)
     assert "c(ontinue)" in out and "q(uit)" in out and "tbreak NODE[:after] [if EXPR]" in out
-    assert "set PATH = VALUE: edit the state (JSON or a Python literal); applied on resume" in out
+    assert (
+        "set PATH = VALUE: edit PATH where p PATH reads it: the input at a before stop, the "
+        "output at an after stop (VALUE is JSON or a Python literal); applied on resume" in out
+    )
     assert "unknown command 'zz'; type h for help" in out
     assert "unknown command 'frobnicate'; type h for help" in out
 

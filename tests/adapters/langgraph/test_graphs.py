@@ -105,9 +105,9 @@ def test_editing_a_command_changes_route_and_update(dbg: flowdbg.Debugger) -> No
     wait(dbg, "decide", "after")
     dbg.set("goto", "left")
     dbg.set("update.x", 7)
-    assert dbg.inspect("goto", source="output") == "left"
-    with pytest.raises(flowdbg.PathError):
-        dbg.inspect("goto")  # a Command's fields are not state keys: the state view keeps none
+    assert dbg.inspect("goto") == dbg.inspect("goto", source="output") == "left"
+    with pytest.raises(flowdbg.PathError, match=r"^state has no key 'goto'"):
+        dbg.inspect("state:goto")  # a Command's fields are not state keys
     dbg.resume()
     assert run.result(T) == {"x": 7, "side": "L"}
     decide, left = dbg.runs[-1].steps

@@ -247,7 +247,8 @@ class Stop:
         setattr(self, which, candidate)
 
     def diff(self) -> StateDiff:
-        """What the unit changed: its state before versus the state shown at this stop."""
+        """What the unit changed: its state before versus the ``state`` view of this stop (the
+        framework's state: an edit of the output made here is not in it)."""
         from flowdbg._diff import diff
 
         return diff(self.state_before, self.state)

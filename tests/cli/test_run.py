@@ -475,3 +475,27 @@ def test_quit_names_a_unit_that_cannot_be_interrupted(run_cli: Cli, graphs: Path
         r"running\)",
         out,
     )
+
+
+def test_p_and_set_reach_the_same_view_and_state_is_read_only(run_cli: Cli) -> None:
+    # gamma returns {"y": x + 1}: after it, p and set reach that update; x is only in the state
+    commands = "p y\np x\np state:x\nset state:x = 1\np memory:x\nset y = 5\np y\np state:y\nc\n"
+    args = ["graphs.py:app", "-b", "gamma:after", "--input", '{"x": 1}', NO_REC]
+    out = run(run_cli, *args, commands=commands)
+    assert "  output (default view): {'y': 21}" in out
+    assert "  state (p state:PATH; read only):" in out
+    answers = [a.strip() for a in out.split("(flowdbg) ")[1:9]]
+    assert answers[0] == "p y\n21"
+    assert answers[1].startswith("p x\nerror: output has no key 'x'")
+    assert answers[2] == "p state:x\n20"
+    assert answers[3] == (
+        "set state:x = 1\nerror: the state after 'gamma' is what the framework computes from "
+        "its update: edit output:x (what 'gamma' commits) instead"
+    )
+    assert answers[4] == (
+        "p memory:x\nerror: stop-1 has no memory view: there is no view 'memory'; "
+        "its views are state, output"
+    )
+    assert answers[6] == "p y\n5"
+    assert answers[7] == "p state:y\n21"  # the state shown is the framework's, not the edit
+    assert json.loads(out.split("result:")[1].split("\n\n")[0]) == {"x": 20, "y": 5}

@@ -26,12 +26,21 @@ from flowdbg._values import (
 )
 from flowdbg.errors import PathError
 
-__all__ = ["PathPart", "delete_path", "format_path", "get_path", "parse_path", "set_path"]
+__all__ = [
+    "PathPart",
+    "delete_path",
+    "format_path",
+    "get_path",
+    "parse_path",
+    "set_path",
+    "split_view",
+]
 
 PathPart: TypeAlias = str | int
 """One step of a state path: a mapping key or attribute name (``str``) or an index (``int``)."""
 
 _NAME_RE = re.compile(r"\w+")
+_VIEW_PREFIX_RE = re.compile(r"\s*([A-Za-z]\w*)\s*:")
 _INDEX_RE = re.compile(r"-?\d+")
 _MAX_INDEX_DIGITS = 18
 _MAX_LISTED_NAMES = 30
@@ -206,6 +215,22 @@ def parse_path(path: str | Sequence[PathPart]) -> tuple[PathPart, ...]:
         else:
             raise _malformed(path, i, f"expected '.' or '[' before {char!r}")
     return tuple(parts)
+
+
+def split_view(path: str) -> tuple[str | None, str]:
+    """Split a ``view:`` prefix off a path: ``"state:messages[-1]"`` gives
+    ``("state", "messages[-1]")``, ``"count"`` gives ``(None, "count")``.
+
+    Only a name before the first character of the path counts as a view, so a key with a
+    ``:`` in it stays reachable in brackets: ``['a:b']`` has no prefix.
+
+    :param path: the path text, perhaps prefixed with a view name and ``:``.
+    :returns: the view name (``None`` without a prefix) and the path after it, stripped.
+    """
+    match = _VIEW_PREFIX_RE.match(path)
+    if match is None:
+        return None, path.strip()
+    return match.group(1), path[match.end() :].strip()
 
 
 def _quote_key(key: str) -> str:

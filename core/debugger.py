@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._diff import StateDiff
-from flowdbg._paths import delete_path, get_path, set_path
+from flowdbg._paths import delete_path, get_path, set_path, split_view
 from flowdbg._values import KeySummary, summarize
 from flowdbg.adapter import Adapter, AdapterInfo, Capability
 from flowdbg.breakpoints import (
@@ -853,48 +853,61 @@ class Debugger:
 
     # ------------------------------------------------------------ inspection
 
-    def inspect(self, path: str = "", *, stop: str | None = None, source: str = "state") -> Any:
+    def inspect(self, path: str = "", *, stop: str | None = None, source: str | None = None) -> Any:
         """Read ``path`` (e.g. ``messages[-1].content``) at the selected stop.
 
-        :param source: ``state`` (default), ``input``, ``output`` or ``error``.
+        The path reads the stop's default view (:attr:`Stop.default_view`: ``input`` at a
+        before stop, ``output`` at an after stop, ``state`` at an error stop), the same one
+        :meth:`set` edits; a ``view:`` prefix reads another (``state:messages[-1].content``,
+        ``input:x``, ``error:args``; ``args:`` and ``result:`` at a tool or LLM stop).
+
+        :param path: the path, perhaps with a ``view:`` prefix; ``""`` is the whole view.
+        :param stop: the stop's id; the selected stop by default.
+        :param source: the view to read, like a prefix (kept for callers written before
+            prefixes); it must agree with a prefix given too.
         :raises NotStoppedError: when nothing is stopped.
-        :raises PathError: when the path is malformed or leads nowhere.
+        :raises PathError: when the path is malformed or leads nowhere, or the stop has no such
+            view (the message lists its views).
         """
         s = self._ctl.get_stop(stop)
-        if source not in ("state", "input", "output", "error"):
-            raise ValueError(f"source must be state, input, output or error, not {source!r}")
-        root = s.exception if source == "error" else getattr(s, source)
-        if source == "state" and root is None and s.editable is not None:
-            root = getattr(s, s.editable)
-        if root is None and path and source in ("output", "error"):
-            position = s.location.position
-            if source == "output" and position == "before":
-                why = "the unit has not run yet at a before stop; its output is there after it"
-            else:
-                why = f"the unit has no {source} at this {position} stop"
-            raise PathError(f"cannot read {source}:{path}: {why}")
-        return get_path(root, path, what=source)
+        view, rest = _view_and_path(path, source)
+        name = view or s.default_view
+        root = s.view(view)
+        return get_path(root, rest, what=name)
 
     def set(self, path: str, value: Any, *, stop: str | None = None) -> None:
-        """Set ``path`` to ``value``; applied when the branch resumes (at a ``before`` stop to
-        the unit's input, at an ``after`` stop to the output it commits). Adds missing keys.
+        """Set ``path`` of the stop's default view to ``value`` (adding missing keys); applied
+        when the branch resumes: at a ``before`` stop to the unit's input, at an ``after`` stop
+        to the output it commits. :meth:`inspect` with the same path shows the new value.
 
+        :param path: the path, perhaps prefixed with the default view's name (``input:x``).
         :raises NotStoppedError: when nothing is stopped.
+        :raises EditRefused: when the path names another view (``state:x``: the state shown is
+            the framework's, which an edit does not reach), at an error stop, or when the
+            adapter refuses the new value; the message says what to edit instead.
         """
         s = self._ctl.get_stop(stop)
+        view, rest = _view_and_path(path, None)
         # a unit that returned nothing (None) gets an update made of the keys set on it
-        s._edit(lambda root: set_path({} if root is None and path else root, path, value))
+        s._edit(
+            lambda root: set_path({} if root is None and rest else root, rest, value),
+            view=view,
+            path=rest,
+        )
 
     def delete(self, path: str, *, stop: str | None = None) -> None:
-        """Delete the key or element at ``path`` (applied like :meth:`set`)."""
+        """Delete the key or element at ``path`` of the stop's default view (applied and
+        refused like :meth:`set`)."""
         s = self._ctl.get_stop(stop)
-        s._edit(lambda root: delete_path(root, path))
+        view, rest = _view_and_path(path, None)
+        s._edit(lambda root: delete_path(root, rest), view=view, path=rest)
 
     def evaluate(self, expression: str, *, stop: str | None = None) -> Any:
         """Evaluate a Python expression at the selected stop, in the sandbox conditions use
         (no imports, no dunder access, whitelisted functions such as ``len``): the names are
         those of a condition (``state``, ``input``, ``output``, ``args``, ``error``, ``node``,
-        ``step``...) and the state's own top-level keys, so ``len(messages)`` works.
+        ``step``...) and the top-level keys of the stop's default view (as :meth:`inspect`
+        reads them), so ``len(messages)`` works.
 
         :raises NotStoppedError: when nothing is stopped.
         :raises ExpressionError: when the expression is malformed, uses what the sandbox
@@ -906,20 +919,31 @@ class Debugger:
         s = self._ctl.get_stop(stop)
         event = Event(s.location, s.state, s.input, s.output, s.exception, s.decision)
         names = condition_names(event, hits=0, value=None)
-        if isinstance(s.state, Mapping):
-            for key, value in s.state.items():
+        default = s.view()
+        if isinstance(default, Mapping):
+            for key, value in default.items():
                 if isinstance(key, str) and key.isidentifier() and key not in names:
                     names[key] = value
         return compile_expression(expression, allowed_names=names).evaluate(names)
 
-    def summary(self, *, stop: str | None = None) -> list[KeySummary]:
-        """One row per top-level state key at the stop: key, type, size and a short preview."""
+    def summary(self, *, stop: str | None = None, view: str = "state") -> list[KeySummary]:
+        """One row per top-level key of a view at the stop: key, type, size and a short
+        preview.
+
+        :param view: the view summarized: the state by default (what the terminal shows as a
+            table at each stop); where a stop has no state, its default view.
+        :raises PathError: when the stop has no such view.
+        """
         s = self._ctl.get_stop(stop)
-        root = s.state if s.state is not None else (getattr(s, s.editable) if s.editable else None)
+        root = s.view(view)
+        if root is None and view == "state":
+            root = s.view()
         return summarize(root)
 
     def diff(self, *, stop: str | None = None) -> StateDiff:
-        """At an ``after`` (or ``error``) stop: what the unit changed in the state.
+        """At an ``after`` (or ``error``) stop: what the unit changed in the state, as the state
+        before it ran compared with the stop's ``state`` view (the framework's state: edits of
+        the output made at the stop are not in it).
 
         :raises NotStoppedError: at a ``before`` stop, where the unit has not run yet.
         """
@@ -1068,6 +1092,18 @@ class Debugger:
 
 
 _FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _view_and_path(path: str, source: str | None) -> tuple[str | None, str]:
+    view, rest = split_view(path)
+    if source is not None:
+        if view is not None and view != source:
+            raise PathError(
+                f"path {path!r} names the view {view!r} but source={source!r} was given; "
+                "give one of them"
+            )
+        view = source
+    return view, rest
 
 
 def _find_scope(scope: RunScope, run_id: str) -> RunScope | None:

@@ -493,6 +493,14 @@ class Stop(_Shape):
     decision: Any
     message: str | None = Field(description="a logpoint's or watch's message")
     created_at: float = Field(description="epoch seconds")
+    default_view: Literal["input", "output", "state"] = Field(
+        description="the view a path without a view: prefix reads and edits: input at a "
+        "before stop, output at an after stop, state at an error stop"
+    )
+    views: list[Literal["state", "input", "output", "error", "args", "result"]] = Field(
+        description="the views of the stop a view: prefix may name (args and result: the "
+        "input and output of a tool or LLM call)"
+    )
     editable: Literal["input", "output"] | None = Field(
         description="what an edit changes here; null: nothing can be edited"
     )

@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._json import jsonable
 from flowdbg._redact import redact, redact_text
-from flowdbg.errors import EditRefused, FlowdbgError
+from flowdbg.errors import EditRefused, PathError
 from flowdbg.events import ErrorInfo, Location, Position
 
 if TYPE_CHECKING:
@@ -48,14 +47,22 @@ class Action(str, Enum):
 
 _NOT_EDITED = object()
 
+#: other names of views at the stops of a tool or an LLM call
+_VIEW_ALIASES = {"args": "input", "result": "output"}
+_ALIASED_KINDS = ("tool", "llm")
+
 
 @dataclass(eq=False)
 class Stop:
     """A branch held at a point, with everything known there.
 
-    Edits made through :meth:`flowdbg.Debugger.set` while the stop is open are applied when the
-    branch resumes: at a ``before`` stop to the unit's input, at an ``after`` stop to the update
-    it commits. ``state``, ``input`` and ``output`` show the edits already made.
+    A stop has named views (:attr:`views`): ``state`` (the framework's state as the stop found
+    it), ``input`` (what the unit receives), ``output`` (what it returns, at an ``after`` stop)
+    and ``error`` (the exception, at an ``error`` stop); at a tool or LLM stop ``args`` is the
+    input and ``result`` the output. A path reads and edits the :attr:`default_view` unless a
+    ``view:`` prefix names another. Edits made through :meth:`flowdbg.Debugger.set` while the
+    stop is open change the default view only (``input`` before, ``output`` after) and are
+    applied when the branch resumes; ``input`` and ``output`` show them, ``state`` does not.
     """
 
     id: str
@@ -107,6 +114,73 @@ class Stop:
             return "output"
         return None
 
+    # -- views --
+
+    @property
+    def default_view(self) -> str:
+        """The view a path without a ``view:`` prefix reads and edits: ``input`` at a before
+        stop (what the unit receives), ``output`` at an after stop (what it commits), ``state``
+        at an error stop."""
+        position = self.location.position
+        if position == Position.BEFORE:
+            return "input"
+        if position == Position.AFTER:
+            return "output"
+        return "state"
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        """The names of the views of this stop: ``state`` everywhere, ``input`` at a before
+        and an error stop, ``output`` at an after stop, ``error`` at an error stop; at a tool or
+        LLM stop also ``args`` (the input) and ``result`` (the output)."""
+        position = self.location.position
+        names = ["state"]
+        if position == Position.AFTER:
+            names.append("output")
+        else:
+            names.append("input")
+        if position == Position.ERROR:
+            names.append("error")
+        if self.location.kind in _ALIASED_KINDS:
+            names += [alias for alias, view in _VIEW_ALIASES.items() if view in names]
+        return tuple(names)
+
+    def view_name(self, name: str | None) -> str:
+        """The view ``name`` stands for here (``args`` -> ``input`` at a tool stop), or the
+        default view for ``None``.
+
+        :raises PathError: when this stop has no view ``name``; the message lists its views.
+        """
+        if name is None:
+            return self.default_view
+        if name in self.views:
+            return _VIEW_ALIASES.get(name, name)
+        listed = ", ".join(self.views)
+        position = self.location.position
+        if name == "output" and position == Position.BEFORE:
+            why = "the unit has not run yet at a before stop (its output is there after it)"
+        elif name in ("input", "args") and position == Position.AFTER:
+            why = f"the unit's {name} is shown at its before stop (edit it there)"
+        elif name in ("output", "error"):
+            why = f"the unit has no {name} at this {position} stop"
+        elif name in _VIEW_ALIASES:
+            why = f"{name!r} names a view at tool and LLM stops only"
+        else:
+            why = f"there is no view {name!r}"
+        raise PathError(f"{self.id} has no {name} view: {why}; its views are {listed}")
+
+    def view(self, name: str | None = None) -> Any:
+        """The object the view ``name`` shows (see :attr:`views`); the default view for
+        ``None``. ``input`` and ``output`` show the edits made at this stop, ``state`` the
+        framework's state as the stop found it.
+
+        :raises PathError: when this stop has no view ``name``; the message lists its views.
+        """
+        which = self.view_name(name)
+        if which == "error":
+            return self.exception
+        return getattr(self, which)
+
     # -- editing --
 
     def _editable_here(self) -> str | None:
@@ -122,41 +196,59 @@ class Stop:
             return None
         return which
 
-    def _edit(self, apply: Any) -> None:
-        """Apply ``apply(root) -> new_root`` to the editable payload (a private copy)."""
-        which = self.editable
-        if which is None:
-            raise FlowdbgError(
-                f"stop {self.id} is at an error point, where there is nothing to edit; "
+    def _refuse_view(self, name: str, path: str) -> EditRefused:
+        """Why an edit of the view ``name`` (not the editable one) is refused, and what to edit."""
+        which = self.view_name(name)
+        node = self.location.node
+        target = f"{self.default_view}:{path}"
+        position = self.location.position
+        if position == Position.ERROR:
+            return EditRefused(
+                f"{self.id} is at an error point of {node!r}, where nothing can be edited; "
                 "edit at a before or after stop instead"
             )
+        if which == "state" and position == Position.AFTER:
+            return EditRefused(
+                f"the state after {node!r} is what the framework computes from its update: "
+                f"edit {target} (what {node!r} commits) instead"
+            )
+        if which == "state":
+            framework = "" if self._unit is None else self._unit.run.info.framework
+            by = f" by adapter {framework!r}" if framework else ""
+            return EditRefused(
+                f"the state is not what {node!r} receives: edit {target} (what it receives) "
+                f"instead; an edit of the run's state is not supported{by}"
+            )
+        return EditRefused(
+            f"the {name} view cannot be edited at this {position} stop of {node!r}: "
+            f"edit {target} instead"
+        )
+
+    def _edit(self, apply: Any, *, view: str | None = None, path: str = "") -> None:
+        """Apply ``apply(root) -> new_root`` to the editable payload (a private copy).
+
+        Only the default view (:attr:`default_view`) is edited: ``input`` at a before stop,
+        ``output`` at an after stop. The ``state`` view is never edited here, so it keeps
+        showing the framework's state; no adapter can yet apply an edit of the run's state
+        itself. (One that could would opt in at this point, with its ``check_edit`` called as
+        ``check_edit(unit, "state", new_state)``.)
+        """
+        which = self.editable
+        if which is None or self.view_name(view) != which:
+            raise self._refuse_view(view or self.default_view, path)
         current = getattr(self, which)
-        shared_state = self.state is current
         # Edit a copy: the framework's own object stays untouched, and a refused edit (below)
         # leaves the payload as it was.
         candidate = apply(_copy(current))
         unit = self._unit
         if unit is not None and unit.check_edit is not None:
             unit.check_edit(unit, which, candidate)  # raises EditRefused with the reason
-        if not self._edited:
-            if not shared_state:
-                self.state = _copy(self.state)
-            self._edited = True
+        self._edited = True
         setattr(self, which, candidate)
-        if shared_state:
-            self.state = getattr(self, which)
-        elif isinstance(self.state, Mapping) and isinstance(candidate, Mapping):
-            # Mirror the edit of an update (a mapping of state keys) onto the displayed state so
-            # that inspect() shows it; best effort, the state view is for display and the
-            # payload is what the framework receives. (Another payload, a tool's arguments or a
-            # LangGraph Command, has keys that are not state keys.)
-            try:
-                self.state = apply(self.state)
-            except Exception:
-                pass
 
     def diff(self) -> StateDiff:
-        """What the unit changed: its state before versus the state shown at this stop."""
+        """What the unit changed: its state before versus the ``state`` view of this stop (the
+        framework's state: an edit of the output made here is not in it)."""
         from flowdbg._diff import diff
 
         return diff(self.state_before, self.state)
@@ -179,6 +271,8 @@ class Stop:
             "decision": jsonable(self.decision),
             "message": None if self.message is None else redact_text(self.message),
             "created_at": self.created_at,
+            "default_view": self.default_view,
+            "views": list(self.views),
             "editable": self._editable_here(),
             "edited": self._edited,
         }

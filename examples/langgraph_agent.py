@@ -81,11 +81,11 @@ def main() -> None:
     assert stop is not None, "the agent never reached the shell call"
     print(f"stopped: {stop}")
     print(f"  path: {' > '.join(stop.location.path)} > {stop.location.node}")
-    print(f"  the command: {dbg.inspect('cmd', source='input')!r}")
-    print(f"  the model asked for: {dbg.inspect('messages[-1].tool_calls[1].args')}")
+    print(f"  the command: {dbg.inspect('cmd')!r}")  # before a call: its arguments
+    print(f"  the model asked for: {dbg.inspect('state:messages[-1].tool_calls[1].args')}")
 
     dbg.set("cmd", "ls ~/.cache/travel")  # applied to the call when the run resumes
-    print(f"\nedit: cmd = {dbg.inspect('cmd', source='input')!r}")
+    print(f"\nedit: cmd = {dbg.inspect('cmd')!r}")
     dbg.resume()
 
     result = run.result(timeout=30)

@@ -33,9 +33,10 @@ SCRIPT = (
     "tool shell ~rm\\s+-rf",
     "c",
     "where",
-    "p input:cmd",
-    "# what the model asked for, in the last message of the state",
-    "p messages[-1].tool_calls",
+    "# p and set reach what the call receives, its arguments",
+    "p cmd",
+    "# what the model asked for, in the last message of the state (read only)",
+    "p state:messages[-1].tool_calls",
     "# list the cache instead of wiping it",
     "set cmd = 'ls ~/.cache/travel'",
     "c",
@@ -46,7 +47,7 @@ DEMO = Demo(
     target=TARGET,
     input=DEMO_INPUT,
     script=SCRIPT,
-    hint="try l, tool shell, c, p input:cmd, p messages[-1].tool_calls, set cmd = 'ls', c, "
+    hint="try l, tool shell, c, p cmd, p state:messages[-1].tool_calls, set cmd = 'ls', c, "
     "log (h for help)",
     summary="a LangGraph agent held before an rm -rf tool call, whose command is rewritten",
 )

@@ -21,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from flowdbg._paths import parse_path
+from flowdbg._paths import parse_path, split_view
 from flowdbg._values import short_repr
 from flowdbg.errors import (
     BreakpointError,
@@ -253,12 +253,13 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "disable": ("disable N ...", "keep breakpoints bp-N but stop them from stopping"),
     "enable": ("enable N ...", "make breakpoints bp-N stop again"),
     "print": (
-        "p(rint) [input:|output:|error:][PATH] | EXPR",
-        "the value at PATH (messages[-1].content) in the state or the unit's input..., or "
-        "a sandboxed expression (len(messages), state['x'] + 1)",
+        "p(rint) [VIEW:][PATH] | EXPR",
+        "the value at PATH (messages[-1].content) of the stop's default view (input before, "
+        "output after, state at an error), or of VIEW (state:, input:, output:, error:, "
+        "args:, result:), or a sandboxed expression (len(messages), state['x'] + 1)",
     ),
     "display": (
-        "display [PATH | EXPR]",
+        "display [[VIEW:]PATH | EXPR]",
         "show PATH or EXPR at every stop from now on; alone: list what is displayed",
     ),
     "undisplay": ("undisplay [N ...]", "stop displaying N (everything without an argument)"),
@@ -270,8 +271,12 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "logpoint NODE TEMPLATE",
         "log TEMPLATE ({state[x]}, {node}) when NODE is reached, without stopping",
     ),
-    "set": ("set PATH = VALUE", "edit the state (JSON or a Python literal); applied on resume"),
-    "del": ("del PATH", "delete the key or element at PATH; applied on resume"),
+    "set": (
+        "set PATH = VALUE",
+        "edit PATH where p PATH reads it: the input at a before stop, the output at an after "
+        "stop (VALUE is JSON or a Python literal); applied on resume",
+    ),
+    "del": ("del PATH", "delete the key or element at PATH of the default view; applied on resume"),
     "diff": ("diff", "what the unit changed in the state (at an after stop)"),
     "where": ("w(here)", "node, position, step, superstep, branch and attempt of the stop"),
     "stops": (
@@ -285,7 +290,6 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "quit": ("q(uit)", "terminate the run and leave"),
 }
 
-_SOURCES = ("state", "input", "output", "error")
 #: what a path is written with (keys, indexes, quotes): text of these only is read as a path
 _PATH_CHARACTERS = re.compile(r"^[\w.\[\]'\"-]*$")
 
@@ -449,7 +453,8 @@ class Session:
     # -- showing --
 
     def show_stop(self, stop: Stop) -> None:
-        """Print a stop: header, error/decision/payload lines, then the state summary."""
+        """Print a stop: header, error line, the default view (what ``p PATH`` reads and
+        ``set PATH`` edits), the routing decision, then the state summary (read only)."""
         self._shown.add(stop.id)
         self.out.line("")
         self.out.line(str(stop), style="bold")
@@ -459,21 +464,20 @@ class Session:
             self.out.line(f"  error: {error.type}: {error.message}", style="red")
         if stop.message:
             self.out.line(f"  {stop.message}")
-        if loc.position == Position.AFTER.value and stop.output is not None:
-            self.out.line(f"  output: {short_repr(stop.output, 100)}")
+        if stop.default_view != "state":
+            # what p PATH reads and set PATH edits here; the table below is the state, read only
+            self.out.line(
+                f"  {stop.default_view} (default view): "
+                f"{short_repr(stop.view(stop.default_view), 100)}"
+            )
         if loc.position == Position.AFTER.value and stop.decision is not None:
             self.out.line(f"  next: {short_repr(stop.decision, 100)}")
-        if (
-            loc.position == Position.BEFORE.value
-            and stop.input is not None
-            and stop.input is not stop.state
-        ):
-            self.out.line(f"  input: {short_repr(stop.input, 100)}")
         try:
             rows = self.dbg.summary(stop=stop.id)
         except FlowdbgError:
             rows = []
-        if rows and not (len(rows) == 1 and rows[0].key == "." and stop.state is None):
+        if rows and stop.state is not None:
+            self.out.line("  state (p state:PATH; read only):")
             self.out.show(state_table(rows))
         for number, what in enumerate(self._displays, 1):
             try:
@@ -615,11 +619,11 @@ class Session:
     # -- state --
 
     def _value_of(self, what: str, stop: str | None = None) -> Any:
-        """A path (``source:path`` picks input, output or error) or, when ``what`` is no path,
-        a sandboxed expression, at the stop."""
-        source, sep, rest = what.partition(":")
-        if sep and source.strip() in _SOURCES and "[" not in source:
-            return self.dbg.inspect(rest.strip(), source=source.strip(), stop=stop)
+        """A path of the stop's default view (``view:path`` picks another: state, input,
+        output, error, args, result) or, when ``what`` is no path, a sandboxed expression."""
+        view, rest = split_view(what)
+        if view is not None and view != "lambda":  # an unknown view is named in the error
+            return self.dbg.inspect(f"{view}:{rest}", stop=stop)
         try:
             parse_path(what.strip())
         except PathError:
@@ -629,7 +633,7 @@ class Session:
         try:
             return self.dbg.inspect(what.strip(), stop=stop)
         except PathError as missing:
-            try:  # a name of the stop (node, step, input...) rather than of the state
+            try:  # a name of the stop (node, step, input...) rather than of the view
                 return self.dbg.evaluate(what, stop=stop)
             except ExpressionError:
                 raise missing from None
@@ -687,8 +691,8 @@ class Session:
         self.dbg.set(path.strip(), value)
         stop = self._selected()
         self.out.line(
-            f"{path.strip()} = {short_repr(value, 100)}  (applied to the {stop.editable} of "
-            f"{stop.location.node!r} when it resumes)"
+            f"{path.strip()} = {short_repr(value, 100)}  (applied to the {stop.default_view} "
+            f"of {stop.location.node!r} when it resumes)"
         )
 
     def do_del(self, arg: str) -> None:
@@ -837,7 +841,8 @@ class Session:
         if stop is None:
             return []
         try:
-            return [row.key for row in self.dbg.summary(stop=stop.id) if row.key != "."]
+            rows = self.dbg.summary(stop=stop.id, view=stop.default_view)
+            return [row.key for row in rows if row.key != "."]
         except FlowdbgError:
             return []
 

@@ -48,6 +48,7 @@ from flowdbg.testing._runs import (
     AbstractWaitTests,
 )
 from flowdbg.testing._tools import AbstractToolTests
+from flowdbg.testing._views import AbstractViewTests
 
 __all__ = [
     "ALL_SUITES",
@@ -70,6 +71,7 @@ __all__ = [
     "AbstractTerminateTests",
     "AbstractToolTests",
     "AbstractTransparencyTests",
+    "AbstractViewTests",
     "AbstractWaitTests",
     "AbstractWatchTests",
     "AdapterFixtures",
@@ -90,6 +92,7 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractWatchTests,
     AbstractSteppingTests,
     AbstractStateEditingTests,
+    AbstractViewTests,
     AbstractPauseTests,
     AbstractParallelTests,
     AbstractTerminateTests,

@@ -564,8 +564,8 @@ class AbstractWatchTests(SuiteBase):
         run = self.launch(dbg, scn)
         stop = self.wait_stop(dbg)
         self.assert_at(stop, "join", "after", StopReason.WATCH)
-        assert dbg.inspect("total") == 2
-        assert sorted(dbg.inspect("items")) == ["p1", "p2"]
+        assert dbg.inspect("state:total") == 2 == dbg.inspect("total")  # join's update sets it
+        assert sorted(dbg.inspect("state:items")) == ["p1", "p2"]
         dbg.resume()
         self.wait_no_stop(dbg)
         assert self.finish(run, scn) == EXPECTED["parallel"]

@@ -78,7 +78,7 @@ def test_diff_at_after_stop_and_message_at_before_stop(run_cli: Cli) -> None:
     )
     assert "stop-1: breakpoint [bp-1] at after node 'beta'" in out
     assert "  ~ x: 2 -> 20" in out
-    assert "  output: {'x': 20}" in out
+    assert "  output (default view): {'x': 20}" in out
     assert "  next: ['gamma']" in out
     assert "stop-2: step at before node 'gamma'" in out
     out2 = run(
@@ -108,7 +108,7 @@ def test_stepping_into_a_tool_call(run_cli: Cli) -> None:
     out = run(run_cli, *args, commands="s\nc\n")
     assert "stop-1: entry at before node 'agent'" in out
     assert "stop-2: step at before tool 'agent/search' (step 2)" in out
-    assert "  input: {'query': 'hi'}" in out
+    assert "  input (default view): {'query': 'hi'}" in out
     assert '"results": [\n      "hi result"\n    ]' in out
 
 
@@ -223,7 +223,10 @@ def test_log_help_and_unknown_command(run_cli: Cli) -> None:
     assert re.search(r"^1\s+alpha\s+node\s+completed", log, flags=re.M)
     assert re.search(r"^2\s+beta\s+node\s+completed", log, flags=re.M)
     assert "c(ontinue)" in out and "q(uit)" in out and "tbreak NODE[:after] [if EXPR]" in out
-    assert "set PATH = VALUE: edit the state (JSON or a Python literal); applied on resume" in out
+    assert (
+        "set PATH = VALUE: edit PATH where p PATH reads it: the input at a before stop, the "
+        "output at an after stop (VALUE is JSON or a Python literal); applied on resume" in out
+    )
     assert "unknown command 'zz'; type h for help" in out
     assert "unknown command 'frobnicate'; type h for help" in out
 
@@ -472,3 +475,27 @@ def test_quit_names_a_unit_that_cannot_be_interrupted(run_cli: Cli, graphs: Path
         r"running\)",
         out,
     )
+
+
+def test_p_and_set_reach_the_same_view_and_state_is_read_only(run_cli: Cli) -> None:
+    # gamma returns {"y": x + 1}: after it, p and set reach that update; x is only in the state
+    commands = "p y\np x\np state:x\nset state:x = 1\np memory:x\nset y = 5\np y\np state:y\nc\n"
+    args = ["graphs.py:app", "-b", "gamma:after", "--input", '{"x": 1}', NO_REC]
+    out = run(run_cli, *args, commands=commands)
+    assert "  output (default view): {'y': 21}" in out
+    assert "  state (p state:PATH; read only):" in out
+    answers = [a.strip() for a in out.split("(flowdbg) ")[1:9]]
+    assert answers[0] == "p y\n21"
+    assert answers[1].startswith("p x\nerror: output has no key 'x'")
+    assert answers[2] == "p state:x\n20"
+    assert answers[3] == (
+        "set state:x = 1\nerror: the state after 'gamma' is what the framework computes from "
+        "its update: edit output:x (what 'gamma' commits) instead"
+    )
+    assert answers[4] == (
+        "p memory:x\nerror: stop-1 has no memory view: there is no view 'memory'; "
+        "its views are state, output"
+    )
+    assert answers[6] == "p y\n5"
+    assert answers[7] == "p state:y\n21"  # the state shown is the framework's, not the edit
+    assert json.loads(out.split("result:")[1].split("\n\n")[0]) == {"x": 20, "y": 5}

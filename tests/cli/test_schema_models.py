@@ -138,6 +138,8 @@ def test_the_live_shapes_reject_what_a_session_never_gives() -> None:
         "decision": None,
         "message": None,
         "created_at": 1714567890.5,
+        "default_view": "input",
+        "views": ["state", "input"],
         "editable": "input",
         "edited": False,
     }
@@ -145,6 +147,8 @@ def test_the_live_shapes_reject_what_a_session_never_gives() -> None:
     wrong = [
         ({**stop, "reason": "boredom"}, "$.reason: 'boredom' is not one of"),
         ({**stop, "editable": "state"}, "$.editable: 'state' is not valid under any"),
+        ({**stop, "default_view": "error"}, "$.default_view: 'error' is not one of"),
+        ({**stop, "views": ["memory"]}, "$.views[0]: 'memory' is not one of"),
         ({**stop, "location": {**location, "position": "during"}}, "$.location.position"),
         ({**stop, "location": {**location, "step": 0}}, "$.location.step: 0 is less than"),
     ]

@@ -32,6 +32,7 @@ from flowdbg.testing import (
     AbstractTerminateTests,
     AbstractToolTests,
     AbstractTransparencyTests,
+    AbstractViewTests,
     AbstractWaitTests,
     AbstractWatchTests,
     AdapterFixtures,
@@ -261,6 +262,10 @@ class TestLangGraphObservers(LangGraphFixtures, AbstractObserverTests):
 
 
 class TestLangGraphTools(LangGraphFixtures, AbstractToolTests):
+    pass
+
+
+class TestLangGraphViews(LangGraphFixtures, AbstractViewTests):
     pass
 
 

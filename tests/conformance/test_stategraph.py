@@ -22,6 +22,7 @@ from flowdbg.testing import (
     AbstractTerminateTests,
     AbstractToolTests,
     AbstractTransparencyTests,
+    AbstractViewTests,
     AbstractWaitTests,
     AbstractWatchTests,
     AdapterFixtures,
@@ -253,6 +254,10 @@ class TestStateGraphObservers(StateGraphFixtures, AbstractObserverTests):
 
 
 class TestStateGraphTools(StateGraphFixtures, AbstractToolTests):
+    pass
+
+
+class TestStateGraphViews(StateGraphFixtures, AbstractViewTests):
     pass
 
 

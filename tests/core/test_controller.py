@@ -384,10 +384,28 @@ def test_before_with_its_own_input_edits_the_input(dbg: flowdbg.Debugger) -> Non
     assert dbg.wait_for_stop(T) is not None
     dbg.set("q", "new")
     assert dbg.inspect("q", source="input") == "new"
+    assert dbg.inspect("args:q") == dbg.inspect("q") == "new"  # a tool's input is its args
+    assert dbg.inspect("state:messages") == 3  # the state is shown, unedited
+    with pytest.raises(flowdbg.EditRefused, match=r"edit input:messages \(what it receives\)"):
+        dbg.set("state:messages", 4)
     dbg.resume()
     got, _ = worker.result()
     assert got == {"q": "new"}
     assert args == {"q": "old"} and state == {"messages": 3}
+    scope.end(output=None)
+
+
+def test_a_key_with_a_colon_is_read_and_edited_in_brackets(dbg: flowdbg.Debugger) -> None:
+    dbg.break_before("a")
+    scope = dbg.begin_run(framework="test", name="t", input=None)
+    worker = Worker(through, scope, "a", state={"a:b": 1})
+    assert dbg.wait_for_stop(T) is not None
+    assert dbg.inspect("['a:b']") == dbg.inspect("input:['a:b']") == 1
+    dbg.set("['a:b']", 2)
+    assert dbg.inspect("['a:b']") == 2
+    dbg.resume()
+    got, _ = worker.result()
+    assert got == {"a:b": 2}
     scope.end(output=None)
 
 

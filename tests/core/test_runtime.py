@@ -266,10 +266,12 @@ def test_inspect_names_the_source_it_reads_in_errors(dbg: flowdbg.Debugger) -> N
     with pytest.raises(flowdbg.PathError, match=r"^input has no key 'nosuch' "):
         dbg.inspect("nosuch", source="input")
     with pytest.raises(
-        flowdbg.PathError, match=r"cannot read output:x: the unit has not run yet at a before"
+        flowdbg.PathError,
+        match=r"^stop-1 has no output view: the unit has not run yet at a before stop .*; "
+        r"its views are state, input, args$",
     ):
         dbg.inspect("x", source="output")
-    with pytest.raises(flowdbg.PathError, match=r"cannot read error:x: the unit has no error"):
+    with pytest.raises(flowdbg.PathError, match=r"has no error view: the unit has no error"):
         dbg.inspect("x", source="error")
     dbg.resume()
     run.result(T)

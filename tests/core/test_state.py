@@ -13,7 +13,7 @@ import pydantic
 import pytest
 
 from flowdbg._diff import Change, StateDiff, diff
-from flowdbg._paths import delete_path, format_path, get_path, parse_path, set_path
+from flowdbg._paths import delete_path, format_path, get_path, parse_path, set_path, split_view
 from flowdbg._values import KeySummary, short_repr, summarize, to_plain
 from flowdbg.errors import PathError
 
@@ -826,3 +826,27 @@ def test_change_is_frozen() -> None:
     change = Change("a", "added", None, 1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         change.path = "b"  # type: ignore[misc,unused-ignore]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("state:messages[-1].content", ("state", "messages[-1].content")),
+        (" output : x ", ("output", "x")),
+        ("input:", ("input", "")),
+        ("count", (None, "count")),
+        ("['a:b']", (None, "['a:b']")),
+        ("config['a:b'].c", (None, "config['a:b'].c")),
+        ("state:['a:b']", ("state", "['a:b']")),
+    ],
+)
+def test_split_view_takes_only_a_leading_name(text: str, expected: tuple[Any, str]) -> None:
+    assert split_view(text) == expected
+
+
+def test_a_key_with_a_colon_is_reached_in_brackets() -> None:
+    state = {"a:b": 1, "config": {"a:b": 2}}
+    view, path = split_view("['a:b']")
+    assert view is None and get_path(state, path) == 1
+    assert get_path(state, split_view("config['a:b']")[1]) == 2
+    assert set_path(state, split_view("['a:b']")[1], 5)["a:b"] == 5

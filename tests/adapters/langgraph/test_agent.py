@@ -98,9 +98,14 @@ def test_stop_before_the_matching_tool_call_edit_its_arguments(
         ("tools",),
     )
     assert dbg.inspect("cmd", source="input") == "rm -rf /tmp/cache"
+    assert dbg.inspect("args:cmd") == dbg.inspect("cmd") == "rm -rf /tmp/cache"
     # the model's request, in the state the tools node received
-    assert dbg.inspect("messages[-1].tool_calls[1].args") == {"cmd": "rm -rf /tmp/cache"}
+    request = dbg.inspect("state:messages[-1].tool_calls[1].args")
+    assert request == {"cmd": "rm -rf /tmp/cache"}
     dbg.set("cmd", "ls /tmp/cache")
+    assert dbg.inspect("cmd") == "ls /tmp/cache"
+    # the state still shows what the model asked for: the edit is of the call's arguments
+    assert dbg.inspect("state:messages[-1].tool_calls[1].args") == request
     dbg.resume()
     result = run.result(T)
     assert contents(result)[3] == "ran ls /tmp/cache"

@@ -61,9 +61,11 @@ def test_edit_of_one_send_packet_changes_only_that_branch(dbg: flowdbg.Debugger)
     dbg.break_before("work", condition="input['item'] == 'b'")
     run = dbg.start(app.invoke, ITEMS)
     stop = wait(dbg, "work")
-    assert dbg.inspect("item", source="input") == "b"
+    assert dbg.inspect("item", source="input") == dbg.inspect("item") == "b"
+    with pytest.raises(flowdbg.PathError, match=r"^state has no key 'item'"):
+        dbg.inspect("state:item")  # the packet is what the worker receives, not the state
     dbg.set("item", "zed")
-    assert stop.input == {"item": "zed"}
+    assert stop.input == {"item": "zed"} and dbg.inspect("item") == "zed"
     dbg.resume()
     assert run.result(T) == {"items": ["a", "b", "c"], "results": ["A", "ZED", "C"]}
 
@@ -105,9 +107,9 @@ def test_editing_a_command_changes_route_and_update(dbg: flowdbg.Debugger) -> No
     wait(dbg, "decide", "after")
     dbg.set("goto", "left")
     dbg.set("update.x", 7)
-    assert dbg.inspect("goto", source="output") == "left"
-    with pytest.raises(flowdbg.PathError):
-        dbg.inspect("goto")  # a Command's fields are not state keys: the state view keeps none
+    assert dbg.inspect("goto") == dbg.inspect("goto", source="output") == "left"
+    with pytest.raises(flowdbg.PathError, match=r"^state has no key 'goto'"):
+        dbg.inspect("state:goto")  # a Command's fields are not state keys
     dbg.resume()
     assert run.result(T) == {"x": 7, "side": "L"}
     decide, left = dbg.runs[-1].steps

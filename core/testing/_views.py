@@ -1,0 +1,164 @@
+"""The views of a stop: a path reads and edits the same object, the stop's default view."""
+
+from __future__ import annotations
+
+import pytest
+
+import flowdbg
+from flowdbg._paths import get_path
+from flowdbg.adapter import Capability
+from flowdbg.stops import StopReason
+from flowdbg.testing._base import WAIT, SuiteBase, requires
+from flowdbg.testing._fixtures import EXPECTED
+
+__all__ = ["AbstractViewTests"]
+
+
+class AbstractViewTests(SuiteBase):
+    """``inspect`` reads what ``set`` edits: ``input`` before a unit, ``output`` after it,
+    ``state`` at an error; ``state:`` reads the framework's state and refuses edits."""
+
+    def test_before_a_unit_a_path_reads_and_edits_its_input(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        assert stop.default_view == "input"
+        assert set(stop.views) >= {"state", "input"} and "output" not in stop.views
+        assert dbg.inspect("x") == get_path(stop.view(stop.default_view), "x") == 2
+        assert dbg.inspect("input:x") == dbg.inspect("x", source="input") == 2
+        dbg.set("x", 5)
+        assert dbg.inspect("x") == dbg.inspect("input:x") == 5
+        assert dbg.inspect("state:x") == 2  # the state shown is the framework's, not edited
+        dbg.resume()
+        assert self.finish(run, scn) == {"x": 50, "y": 51}  # b received x = 5
+
+    def test_after_a_unit_a_path_reads_and_edits_its_output(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_after("b")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        assert stop.default_view == "output"
+        assert "output" in stop.views
+        assert dbg.inspect("x") == get_path(stop.view(stop.default_view), "x") == 20
+        dbg.set("output:x", 7)  # the prefix of the default view is allowed
+        assert dbg.inspect("x") == dbg.inspect("output:x") == 7
+        assert dbg.inspect("state:x") == 20
+        dbg.resume()
+        assert self.finish(run, scn) == {"x": 7, "y": 8}  # b committed x = 7
+
+    def test_after_a_unit_a_key_it_does_not_return_is_only_in_the_state(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_after("c")  # c returns {"y": x + 1}: x is not in its output
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        assert dbg.inspect("y") == 21
+        with pytest.raises(flowdbg.PathError, match=r"^output has no key 'x'"):
+            dbg.inspect("x")
+        assert dbg.inspect("state:x") == 20
+        with pytest.raises(flowdbg.EditRefused, match=r"edit output:x"):
+            dbg.set("state:x", 1)
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+
+    def test_the_state_view_refuses_edits_and_keeps_the_payload(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        dbg.break_after("b")
+        run = self.launch(dbg, scn)
+        before = self.wait_stop(dbg)
+        with pytest.raises(flowdbg.EditRefused, match=r"not what 'b' receives: edit input:x"):
+            dbg.set("state:x", 9)
+        with pytest.raises(flowdbg.EditRefused, match=r"edit input:x"):
+            dbg.delete("state:x")
+        assert dbg.inspect("x") == dbg.inspect("state:x") == 2
+        assert before.to_dict()["edited"] is False
+        dbg.resume()
+        after = self.wait_stop(dbg)
+        self.assert_at(after, "b", "after")
+        with pytest.raises(flowdbg.EditRefused, match=r"the state after 'b' .* edit output:x"):
+            dbg.set("state:x", 9)
+        with pytest.raises(flowdbg.PathError, match=r"no input view: .* at its before stop"):
+            dbg.set("input:x", 9)  # b has received its input already
+        assert dbg.inspect("x") == dbg.inspect("state:x") == 20
+        assert after.to_dict()["edited"] is False
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+
+    def test_at_an_error_the_default_view_is_the_state(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("failing")
+        dbg.break_on_exception()
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "boom", "error", StopReason.EXCEPTION)
+        assert stop.default_view == "state"
+        assert "error" in stop.views and "output" not in stop.views
+        assert dbg.inspect("x") == get_path(stop.view("state"), "x") == 2
+        assert dbg.inspect("error:args[0]") == "boom at x=2"
+        assert stop.to_dict()["default_view"] == "state"
+        with pytest.raises(flowdbg.EditRefused, match=r"error point of 'boom'"):
+            dbg.set("x", 3)
+        dbg.resume()
+        with pytest.raises(ValueError, match="boom at x=2"):
+            run.result(WAIT)
+
+    def test_an_unknown_or_absent_view_is_refused_with_the_views_there(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("b")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        listed = ", ".join(stop.views)
+        with pytest.raises(flowdbg.PathError, match=f"no memory view: .*; its views are {listed}$"):
+            dbg.inspect("memory:x")
+        with pytest.raises(flowdbg.PathError, match=r"no output view: the unit has not run yet"):
+            dbg.inspect("output:x")
+        with pytest.raises(flowdbg.PathError, match=r"no memory view"):
+            dbg.set("memory:x", 1)
+        with pytest.raises(flowdbg.PathError, match=r"no memory view"):
+            stop.view("memory")
+        with pytest.raises(flowdbg.PathError, match=r"names the view 'state'"):
+            dbg.inspect("state:x", source="input")
+        assert stop.to_dict()["views"] == list(stop.views)
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+
+    @requires(Capability.TOOL_CALLS)
+    def test_at_a_tool_call_args_is_the_input_and_result_the_output(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("shell")
+        dbg.break_after("search", kind="tool")
+        run = self.launch(dbg, scn)
+        after = self.wait_stop(dbg)
+        self.assert_at(after, "search", "after", depth=1)
+        assert "result" in after.views and "args" not in after.views
+        assert dbg.inspect("result:") == dbg.inspect("output:") == dbg.inspect("")
+        assert dbg.inspect("") == after.output
+        dbg.resume()
+        before = self.wait_stop(dbg)
+        self.assert_at(before, "shell", "before", depth=1)
+        assert before.default_view == "input"
+        assert "args" in before.views and "result" not in before.views
+        assert dbg.inspect("args:cmd") == dbg.inspect("input:cmd") == dbg.inspect("cmd")
+        assert dbg.inspect("cmd") == "rm -rf /tmp/cache"
+        if Capability.TOOL_ARG_EDITING not in self.capabilities():
+            dbg.resume()
+            self.wait_no_stop(dbg)
+            assert self.finish(run, scn) == dict(EXPECTED["tools"])
+            return
+        dbg.set("args:cmd", "ls /tmp/cache")
+        assert dbg.inspect("cmd") == dbg.inspect("input:cmd") == "ls /tmp/cache"
+        dbg.resume()
+        self.wait_no_stop(dbg)
+        assert self.finish(run, scn)["ran"] == "ran ls /tmp/cache"

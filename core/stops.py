@@ -240,6 +240,7 @@ class Stop:
         # Edit a copy: the framework's own object stays untouched, and a refused edit (below)
         # leaves the payload as it was.
         candidate = apply(_copy(current))
+        _validate(candidate, self.location.node, which)
         unit = self._unit
         if unit is not None and unit.check_edit is not None:
             unit.check_edit(unit, which, candidate)  # raises EditRefused with the reason
@@ -280,6 +281,27 @@ class Stop:
     def __str__(self) -> str:
         bps = f" [{', '.join(self.breakpoints)}]" if self.breakpoints else ""
         return f"{self.id}: {self.reason.value}{bps} at {self.location}"
+
+
+def _validate(candidate: Any, node: str, which: str) -> None:
+    """Refuse an edit that leaves a pydantic model invalid, with pydantic's own message:
+    setting a field does not validate it, so the run would fail later, far from the edit."""
+    model_type = type(candidate)
+    validate = getattr(model_type, "model_validate", None)
+    fields = getattr(model_type, "model_fields", None)
+    if validate is None or not isinstance(fields, dict):
+        return
+    try:
+        validate({name: getattr(candidate, name) for name in fields if hasattr(candidate, name)})
+    except Exception as exc:  # pydantic.ValidationError, without importing pydantic here
+        errors = getattr(exc, "errors", None)
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+            for e in (errors() if callable(errors) else [])
+        ) or str(exc)
+        raise EditRefused(
+            f"the {which} of {node!r} is a {model_type.__name__}, which refuses the edit: {details}"
+        ) from exc
 
 
 def _copy(value: Any) -> Any:

@@ -512,6 +512,36 @@ _WRAPPED: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
+def _arguments_check(schema: Any) -> Any:
+    """The ``check_edit`` of a ToolNode call: edited arguments must be what the tool's pydantic
+    argument schema takes (unknown names and wrong types are refused, with pydantic's message),
+    as the tool itself would refuse them when it runs; no check without such a schema."""
+    fields = getattr(schema, "model_fields", None)
+    if not isinstance(fields, dict) or not hasattr(schema, "model_validate"):
+        return None
+
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        if which != "input" or not isinstance(payload, dict):
+            return
+        unknown = [name for name in payload if name not in fields]
+        if unknown:
+            raise EditRefused(
+                f"tool {unit.node!r} takes no argument {unknown[0]!r}; its arguments are "
+                f"{', '.join(fields) or 'none'}"
+            )
+        try:
+            schema.model_validate(payload)
+        except Exception as exc:  # pydantic.ValidationError
+            errors = getattr(exc, "errors", None)
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+                for e in (errors() if callable(errors) else [])
+            ) or str(exc)
+            raise EditRefused(f"tool {unit.node!r} refuses these arguments: {details}") from exc
+
+    return check_edit
+
+
 #: LangGraph's control flow through a tool call (interrupt(), a Command to a parent graph):
 #: the call is paused to run again, not failed
 _PAUSING = (GraphBubbleUp,)
@@ -544,8 +574,10 @@ class ToolNodeWrapper:
         if parent is None:
             return None
         call = request.tool_call
-        # the wrapper passes edits of the arguments and the result on: every edit is accepted
-        return parent.frame().unit(str(call.get("name") or "tool"), kind="tool", check_edit=None)
+        # the wrapper passes edits of the arguments and the result on: an edit is accepted when
+        # the tool's argument schema takes it
+        check = _arguments_check(getattr(getattr(request, "tool", None), "args_schema", None))
+        return parent.frame().unit(str(call.get("name") or "tool"), kind="tool", check_edit=check)
 
     @staticmethod
     def _request(request: Any, args: Any) -> Any:

@@ -102,6 +102,12 @@ def test_stop_before_the_matching_tool_call_edit_its_arguments(
     # the model's request, in the state the tools node received
     request = dbg.inspect("state:messages[-1].tool_calls[1].args")
     assert request == {"cmd": "rm -rf /tmp/cache"}
+    # the tool's argument schema is checked at set time: no unknown names, no wrong types
+    with pytest.raises(flowdbg.EditRefused, match="takes no argument 'bogus'; its arguments are"):
+        dbg.set("bogus", 5)
+    with pytest.raises(flowdbg.EditRefused, match=r"refuses these arguments: cmd: Input should"):
+        dbg.set("cmd", ["ls"])
+    assert dbg.inspect("cmd") == "rm -rf /tmp/cache"  # refused edits change nothing
     dbg.set("cmd", "ls /tmp/cache")
     assert dbg.inspect("cmd") == "ls /tmp/cache"
     # the state still shows what the model asked for: the edit is of the call's arguments

@@ -439,3 +439,18 @@ def test_conditional_breakpoint_sees_the_state(dbg: flowdbg.Debugger) -> None:
     dbg.resume()
     assert run.result(T) == {"count": 5, "finished": True}
     assert dbg.wait_for_stop(0.2) is None
+
+
+def test_an_edit_a_pydantic_state_refuses_is_refused_at_set_time() -> None:
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(lg.pydantic_graph())
+        dbg.break_before("b")
+        run = dbg.start(app.invoke, {"x": 1})
+        stop = dbg.wait_for_stop(T)
+        assert stop is not None
+        with pytest.raises(flowdbg.EditRefused, match=r"refuses the edit: x: Input should be"):
+            dbg.set("x", "abc")
+        assert dbg.inspect("x") == 2  # unchanged
+        dbg.set("x", 41)  # a valid edit is taken
+        dbg.resume()
+        assert run.result(T) == {"x": 2, "tag": "x=41"}

@@ -39,16 +39,17 @@ SCRIPT = (
     "p state:messages[-1].tool_calls",
     "# list the cache instead of wiping it",
     "set cmd = 'ls ~/.cache/travel'",
-    "c",
+    "# the run so far, then on to its end",
     "log",
+    "c",
 )
 
 DEMO = Demo(
     target=TARGET,
     input=DEMO_INPUT,
     script=SCRIPT,
-    hint="try l, tool shell, c, p cmd, p state:messages[-1].tool_calls, set cmd = 'ls', c, "
-    "log (h for help)",
+    hint="try l, tool shell, c, p cmd, p state:messages[-1].tool_calls, set cmd = 'ls', log, "
+    "c (h for help)",
     summary="a LangGraph agent held before an rm -rf tool call, whose command is rewritten",
 )
 

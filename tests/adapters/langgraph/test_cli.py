@@ -71,6 +71,8 @@ def test_langgraph_demo_holds_the_dangerous_call_and_rewrites_it(db: Path) -> No
     )
     assert out.count("breakpoint [bp-1]") == 1  # search_flights never stopped
     assert "$ rm -rf" not in out
+    assert "unread" not in out  # the tour types every command while the run is held
+    assert re.search(r"^5\s+└ shell\s+tool\s+running", out, flags=re.M)  # log at the stop
     match = re.search(r"look at it with: flowdbg runs show (\w{8})$", out, flags=re.M)
     assert match is not None
     shown = flowdbg("runs", "show", match.group(1)).stdout

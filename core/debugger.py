@@ -839,6 +839,8 @@ class Debugger:
                     "node": unit.node,
                     "kind": unit.kind,
                     "step": unit.step,
+                    "superstep": unit.superstep,
+                    "branch": unit.branch,
                     "path": list(unit.run.path),
                     "seconds": round(now - (unit.record_value("started_at") or now), 3),
                 }

@@ -313,6 +313,7 @@ class Unit:
         "ended_at",
         "exception",
         "input",
+        "input_edits",
         "kind",
         "node",
         "note",
@@ -357,6 +358,9 @@ class Unit:
         self.cause: Unit | None = None
         #: how an edit at this unit's stops is checked (see :meth:`RunScope.unit`)
         self.check_edit: Callable[[Unit, str, Any], None] | None = run.check_edit
+        #: the top-level keys of the input set or deleted at the ``before`` stop, in the order
+        #: first edited (see :meth:`before`)
+        self.input_edits: tuple[Any, ...] = ()
         self._token: contextvars.Token[Unit | None] | None = None
         self._frame: Frame | None = None
         self.child_run_id: str | None = None
@@ -415,6 +419,13 @@ class Unit:
         resolve: Callable[[], Any] | None = None,
     ) -> Any:
         """Report the ``before`` point; may block. Returns the input to use (maybe edited).
+
+        An edit made at the stop here is applied to a copy of ``input``, which is returned;
+        :attr:`input_edits` then names the top-level keys set or deleted. Where the input is
+        the run's state (or a part of it), the adapter keeps those keys in the run's state once
+        the unit has run (the unit's own writes of a key coming after the edit), or refuses
+        the edit in its ``check_edit`` (called with ``input_edits`` already naming the key
+        being edited): an edit the unit sees but the run then forgets is never acceptable.
 
         :param state: the framework state as the unit sees it.
         :param input: what the unit receives; defaults to ``state``.

@@ -514,6 +514,8 @@ class RunningUnit(_Shape):
     node: str
     kind: Kind
     step: StepNumber
+    superstep: int | None = Field(description="the framework's superstep, where it has one")
+    branch: str | None = Field(description="the concurrent branch or task running it")
     path: list[str]
     seconds: Seconds = Field(description="since its before point")
 

@@ -63,6 +63,8 @@ class Stop:
     ``view:`` prefix names another. Edits made through :meth:`flowdbg.Debugger.set` while the
     stop is open change the default view only (``input`` before, ``output`` after) and are
     applied when the branch resumes; ``input`` and ``output`` show them, ``state`` does not.
+    Where a unit receives the run's state, an edit of its input is kept in the run's state
+    (the unit's own update applied after it), or refused with the reason.
     """
 
     id: str
@@ -213,11 +215,10 @@ class Stop:
                 f"edit {target} (what {node!r} commits) instead"
             )
         if which == "state":
-            framework = "" if self._unit is None else self._unit.run.info.framework
-            by = f" by adapter {framework!r}" if framework else ""
             return EditRefused(
-                f"the state is not what {node!r} receives: edit {target} (what it receives) "
-                f"instead; an edit of the run's state is not supported{by}"
+                f"the state view shows the run's state as this stop found it and is not edited: "
+                f"edit {target} (what {node!r} receives) instead; where {node!r} receives "
+                "the run's state, the run keeps that edit"
             )
         return EditRefused(
             f"the {name} view cannot be edited at this {position} stop of {node!r}: "
@@ -229,9 +230,9 @@ class Stop:
 
         Only the default view (:attr:`default_view`) is edited: ``input`` at a before stop,
         ``output`` at an after stop. The ``state`` view is never edited here, so it keeps
-        showing the framework's state; no adapter can yet apply an edit of the run's state
-        itself. (One that could would opt in at this point, with its ``check_edit`` called as
-        ``check_edit(unit, "state", new_state)``.)
+        showing the framework's state as the stop found it. An input edit names its top-level
+        key in ``Unit.input_edits``, for the adapter to keep in the run's state where the input
+        is the state (or to refuse in ``check_edit``).
         """
         which = self.editable
         if which is None or self.view_name(view) != which:
@@ -242,8 +243,18 @@ class Stop:
         candidate = apply(_copy(current))
         _validate(candidate, self.location.node, which)
         unit = self._unit
-        if unit is not None and unit.check_edit is not None:
-            unit.check_edit(unit, which, candidate)  # raises EditRefused with the reason
+        kept = () if unit is None else unit.input_edits
+        if unit is not None and which == "input":
+            # the keys the adapter keeps in the run's state where the input is the state; its
+            # check (below) sees the key being edited among them
+            unit.input_edits = _with_keys(kept, _edited_keys(path, current, candidate))
+        try:
+            if unit is not None and unit.check_edit is not None:
+                unit.check_edit(unit, which, candidate)  # raises EditRefused with the reason
+        except BaseException:
+            if unit is not None:
+                unit.input_edits = kept
+            raise
         self._edited = True
         setattr(self, which, candidate)
 
@@ -304,6 +315,41 @@ def _validate(candidate: Any, node: str, which: str) -> None:
         ) from exc
 
 
+def _top_keys(value: Any) -> list[Any]:
+    """The top-level keys of a payload: a mapping's keys, a model's or dataclass's fields."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping):
+        return list(value)
+    fields = getattr(type(value), "model_fields", None)
+    if isinstance(fields, dict):
+        return list(fields)
+    fields = getattr(value, "__dataclass_fields__", None)
+    if isinstance(fields, dict):
+        return list(fields)
+    return []
+
+
+def _edited_keys(path: str, before: Any, after: Any) -> list[Any]:
+    """The top-level keys an edit at ``path`` changes: its first part, or every key of the
+    payload before and after when the whole payload is replaced."""
+    from flowdbg._paths import parse_path
+
+    parts = parse_path(path)
+    if parts:
+        return [parts[0]]
+    return _top_keys(before) + _top_keys(after)
+
+
+def _with_keys(keys: tuple[Any, ...], more: list[Any]) -> tuple[Any, ...]:
+    """``keys`` followed by those of ``more`` not among them yet."""
+    added = list(keys)
+    for key in more:
+        if key not in added:
+            added.append(key)
+    return tuple(added)
+
+
 def _copy(value: Any) -> Any:
     try:
         return copy.deepcopy(value)
@@ -324,7 +370,8 @@ class Status:
     runs: list[str]
     attached: list[str]
     #: units running now (not held at a stop), longest running first: ``run_id``, ``node``,
-    #: ``kind``, ``step``, ``path`` and ``seconds`` since their before point
+    #: ``kind``, ``step``, ``superstep``, ``branch``, ``path`` and ``seconds`` since their
+    #: before point
     running: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -272,6 +272,8 @@ class LangGraphAdapter(Adapter):
             debugger,
             _state_keys(graph),
             self._handler(debugger, tasks=_is_entrypoint(graph)),
+            dict(getattr(graph, "channels", None) or {}),
+            str(getattr(graph, "name", None) or type(graph).__name__),
         )
         for name, node in _nodes(graph):
             for sub in _subgraphs(node):

@@ -104,19 +104,25 @@ def decision_of(writes: Sequence[tuple[str, Any]]) -> list[str]:
 class GraphInfo:
     """What the hooks of one attached graph need to know about it."""
 
-    __slots__ = ("acalls", "calls", "debugger", "state_keys")
+    __slots__ = ("acalls", "calls", "channels", "check_state_input", "debugger", "state_keys")
 
     def __init__(
         self,
         debugger: Debugger,
         state_keys: list[str],
         calls: tuple[CallHandler, AsyncCallHandler],
+        channels: dict[str, Any] | None = None,
+        name: str = "graph",
     ) -> None:
         self.debugger = debugger
         self.state_keys = state_keys
         #: report the model and tool calls of the graph's nodes in sync and async runs (one
         #: pair per debugger, so a subgraph's run does not add them again)
         self.calls, self.acalls = calls
+        #: the graph's state channels by key (how an edit of the state is written back)
+        self.channels = {key: (channels or {}).get(key) for key in state_keys}
+        #: the ``check_edit`` of the units of pulled tasks, whose input is the state
+        self.check_state_input = _state_input_checker(name, self)
 
 
 def _read(config: RunnableConfig, keys: list[str], fresh: bool) -> Any:
@@ -225,25 +231,30 @@ class Traced(Runnable[Any, Any]):
         if self._failed:
             self._failed.pop(config["configurable"].get(_TASK_ID), None)
 
-    def _state(self, input: Any, config: RunnableConfig, quiet: bool) -> Any:
-        """The state the node sees. A pulled node with the state schema as input reads the
-        whole state; a ``Send`` task's input is its packet, and a node with its own input
-        schema reads part of it: those read the state from LangGraph (``None`` when nobody is
-        looking, to keep the fast path fast)."""
-        path = (config.get("metadata") or {}).get("langgraph_path") or ()
-        if self.full_input and not (path and path[0] == _PUSH):
-            return input
-        return None if quiet else _read(config, self.info.state_keys, False)
+    def _start(self, scope: RunScope, input: Any, config: RunnableConfig) -> tuple[Unit, Any, bool]:
+        """The node's unit, the state it sees, and whether its input is (part of) the state
+        (settling the units before it first).
 
-    def _start(self, scope: RunScope, input: Any, config: RunnableConfig) -> tuple[Unit, Any]:
-        """The node's unit and the state it sees (settling the units before it first)."""
+        A pulled node with the state schema as input reads the whole state; a ``Send`` task's
+        input is its packet, and a node with its own input schema reads part of it: those
+        read the state from LangGraph (``None`` when nobody is looking, to keep the fast path
+        fast). The input of a pulled task is made of state channels: an edit of it at the
+        before stop is written back to them (:func:`_keep`)."""
         if scope.unsettled:
             step = (config.get("metadata") or {}).get("langgraph_step")
             if _wanted(scope):
                 _settle(scope, self.info.state_keys, config, step)
             else:  # nothing records or looks: no read of the channels (it costs a few µs)
                 scope.settle(None, superstep=step if isinstance(step, int) else None)
-        return self._unit(scope, config), self._state(input, config, scope.quiet)
+        unit = self._unit(scope, config)
+        path = (config.get("metadata") or {}).get("langgraph_path") or ()
+        pulled = not (path and path[0] == _PUSH)
+        if pulled:
+            unit.check_edit = self.info.check_state_input
+            if self.full_input:
+                return unit, input, True
+        state = None if scope.quiet else _read(config, self.info.state_keys, False)
+        return unit, state, pulled
 
     def _raised(self, unit: Unit, exc: BaseException, config: RunnableConfig, state: Any) -> None:
         """What the unit reports when the node's run raised ``exc`` (then re-raised)."""
@@ -280,9 +291,9 @@ class Traced(Runnable[Any, Any]):
         scope = RUN.get()
         if scope is None or config is None:
             return self.seq.invoke(input, config, **kwargs)
-        unit, state = self._start(scope, input, config)
+        unit, state, pulled = self._start(scope, input, config)
         input = unit.before(state=state, input=input)
-        token = _TASK.set(Running(unit))
+        token = _TASK.set(Running(unit, input if pulled and unit.input_edits else None))
         try:
             result = self.seq.invoke(input, config, **kwargs)
         except BaseException as exc:
@@ -297,9 +308,9 @@ class Traced(Runnable[Any, Any]):
         scope = RUN.get()
         if scope is None or config is None:
             return await self.seq.ainvoke(input, config, **kwargs)
-        unit, state = self._start(scope, input, config)
+        unit, state, pulled = self._start(scope, input, config)
         input = await unit.abefore(state=state, input=input)
-        token = _TASK.set(Running(unit))
+        token = _TASK.set(Running(unit, input if pulled and unit.input_edits else None))
         try:
             result = await self.seq.ainvoke(input, config, **kwargs)
         except BaseException as exc:
@@ -322,9 +333,9 @@ class Traced(Runnable[Any, Any]):
             async for chunk in self.seq.astream(input, config, **kwargs):
                 yield chunk
             return
-        unit, state = self._start(scope, input, config)
+        unit, state, pulled = self._start(scope, input, config)
         input = await unit.abefore(state=state, input=input)
-        token = _TASK.set(Running(unit))
+        token = _TASK.set(Running(unit, input if pulled and unit.input_edits else None))
         try:
             async for chunk in self.seq.astream(input, config, **kwargs):
                 yield chunk
@@ -365,13 +376,15 @@ def _writes(config: RunnableConfig) -> Any:
 
 
 class Running:
-    """What the steps of one node's run share: its unit, and where its writes begin."""
+    """What the steps of one node's run share: its unit, where its writes begin, and the
+    input edited at its before stop when the run's state keeps that edit."""
 
-    __slots__ = ("mark", "unit")
+    __slots__ = ("edited", "mark", "unit")
 
-    def __init__(self, unit: Unit) -> None:
+    def __init__(self, unit: Unit, edited: Any = None) -> None:
         self.unit = unit
         self.mark = 0
+        self.edited = edited
 
 
 def _mark(config: RunnableConfig | None) -> None:
@@ -449,6 +462,8 @@ class Commit(Runnable[Any, Any]):
         if running is None or config is None or running.unit.status != "running":
             return result
         unit, writes, mark = running.unit, _writes(config), running.mark
+        if running.edited is not None and writes is not None:  # so the after stop shows it
+            _keep(unit, running.edited, writes, mark, self.info)
         decision, resolve = self._after(unit, config, writes, mark)
         output = unit.after(output=input, decision=decision, resolve=resolve, deferred=True)
         if output is not input and writes is not None:  # edited at the stop: write that instead
@@ -457,6 +472,8 @@ class Commit(Runnable[Any, Any]):
                 result = writer.invoke(output, config)
             # the state after the edited output is the one LangGraph commits (settle)
             unit.decision = decision_of(list(writes)[mark:])
+            if running.edited is not None:
+                _keep(unit, running.edited, writes, mark, self.info)
         return result
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -467,6 +484,8 @@ class Commit(Runnable[Any, Any]):
         if running is None or config is None or running.unit.status != "running":
             return result
         unit, writes, mark = running.unit, _writes(config), running.mark
+        if running.edited is not None and writes is not None:  # so the after stop shows it
+            _keep(unit, running.edited, writes, mark, self.info)
         decision, resolve = self._after(unit, config, writes, mark)
         output = await unit.aafter(output=input, decision=decision, resolve=resolve, deferred=True)
         if output is not input and writes is not None:
@@ -474,7 +493,154 @@ class Commit(Runnable[Any, Any]):
             for writer in self.writers:
                 result = await writer.ainvoke(output, config)
             unit.decision = decision_of(list(writes)[mark:])
+            if running.edited is not None:
+                _keep(unit, running.edited, writes, mark, self.info)
         return result
+
+
+# -- edits of the state at a before stop ------------------------------------------------------
+#
+# A pulled task's input is read from the state channels, so an edit of it at the before stop
+# is an edit of the run's state: the node sees it, and the run must keep it. After the node's
+# writers ran, the edited keys are written to their channels as part of the task's writes:
+# a LastValue channel gets the edited value unless the node wrote the key itself (its write
+# comes after the edit); a reducer channel (BinaryOperatorAggregate) gets
+# ``Overwrite(reducer(edited, the node's writes))``, which replaces its value (binop.py: an
+# Overwrite bypasses the reducer, and the other writes of the superstep are then ignored, so
+# such an edit is refused while another node runs in the same superstep). Other channel kinds
+# (topics, ephemeral, barrier, delta channels) cannot be given a value: edits are refused.
+
+
+def _channel_kind(channel: Any) -> str | None:
+    """``"value"`` (LastValue, AnyValue), ``"reducer"`` (BinaryOperatorAggregate), or
+    ``None`` for a channel whose value LangGraph cannot be told to replace."""
+    from langgraph.channels.any_value import AnyValue
+    from langgraph.channels.binop import BinaryOperatorAggregate
+    from langgraph.channels.last_value import LastValue
+
+    kind = type(channel)
+    if kind is LastValue or kind is AnyValue:
+        return "value"
+    if kind is BinaryOperatorAggregate:
+        return "reducer"
+    return None
+
+
+def _field(value: Any, key: Any) -> Any:
+    """``value[key]`` of a dict state, ``value.key`` of a model or dataclass state;
+    ``_ABSENT`` when it has none."""
+    if isinstance(value, dict):
+        return value.get(key, _ABSENT)
+    return getattr(value, key, _ABSENT) if isinstance(key, str) else _ABSENT
+
+
+_ABSENT: Any = object()
+
+
+def _siblings(unit: Unit, debugger: Debugger) -> list[str]:
+    """The other nodes of ``unit``'s superstep in its run: finished, running or held."""
+    run, step, superstep = unit.run, unit.step, unit.superstep
+    path = list(run.path)
+    names = [
+        other.node
+        for other in list(run.units)
+        if other.kind == "node" and other.superstep == superstep and other.step != step
+    ]
+    status = debugger.status()
+    names += [
+        entry["node"]
+        for entry in status.running
+        if entry["run_id"] == run.run_id
+        and entry["path"] == path
+        and entry["kind"] == "node"
+        and entry["superstep"] == superstep
+        and entry["step"] != step
+    ]
+    names += [
+        stop.location.node
+        for stop in status.stops
+        if stop.location.run_id == run.run_id
+        and list(stop.location.path) == path
+        and stop.location.kind == "node"
+        and stop.location.superstep == superstep
+        and stop.location.step != step
+    ]
+    return sorted(set(names))
+
+
+def _state_input_checker(name: str, info: GraphInfo) -> Any:
+    """The ``check_edit`` of a pulled task: its output as any node's (see _edit_checker), its
+    input edits only where they can be written back to the state channels."""
+    check_output = _edit_checker(name, info.state_keys)
+
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        if which != "input":
+            check_output(unit, which, payload)
+            return
+        node = unit.node
+        for key in unit.input_edits:
+            if key not in info.channels:
+                known = ", ".join(sorted(info.channels))
+                raise EditRefused(
+                    f"{node!r} receives the state of graph {name!r}, which has no key {key!r}, "
+                    f"so the run could not keep it; its keys are {known}"
+                )
+            if _field(payload, key) is _ABSENT:
+                raise EditRefused(
+                    f"LangGraph cannot remove the value of state key {key!r}; set it to another "
+                    "value (None, an empty list) instead"
+                )
+            channel = info.channels[key]
+            kind = _channel_kind(channel)
+            if kind is None:
+                raise EditRefused(
+                    f"state key {key!r} is a {type(channel).__name__} channel, whose value "
+                    "LangGraph offers no way to replace, so the run could not keep the edit; "
+                    f"edit the output of the node that writes it instead"
+                )
+            if kind == "reducer":
+                others = _siblings(unit, info.debugger)
+                if others:
+                    raise EditRefused(
+                        f"state key {key!r} has a reducer, and LangGraph can only replace its "
+                        "value by dropping the other writes of the superstep, where "
+                        f"{', '.join(map(repr, others))} also "
+                        f"{'runs' if len(others) == 1 else 'run'}; edit the output of the node "
+                        f"that wrote {key!r} instead"
+                    )
+
+    return check_edit
+
+
+def _keep(unit: Unit, edited: Any, writes: Any, mark: int, info: GraphInfo) -> None:
+    """Write the keys of a pulled task's input edited at its before stop to their channels,
+    with the task's own writes (see the comment above)."""
+    from langgraph.types import Overwrite
+
+    made = list(writes)[mark:]
+    extra: list[tuple[str, Any]] = []
+    for key in unit.input_edits:
+        value = _field(edited, key)
+        kind = _channel_kind(info.channels.get(key))
+        if value is _ABSENT or kind is None:  # refused at the stop (check_edit)
+            continue
+        own = [written for channel, written in made if channel == key]
+        if kind == "value":
+            if not own:
+                extra.append((key, value))
+            continue
+        operator = info.channels[key].operator
+        for written in own:
+            value = written.value if isinstance(written, Overwrite) else operator(value, written)
+        extra.append((key, Overwrite(value)))
+    if not extra:
+        return
+    replaced = {key for key, _ in extra}
+    kept = [write for write in made if write[0] not in replaced]
+    for _ in range(len(writes) - mark):
+        writes.pop()
+    writes.extend(kept)
+    writes.extend(extra)
 
 
 def traced_node(name: str, node: Any, info: GraphInfo) -> Traced:

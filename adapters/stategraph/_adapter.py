@@ -83,6 +83,8 @@ class _NodeHook:
             self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
         state = unit.before(state=state)
+        if unit.input_edits:  # edited at the stop: the run's state keeps the edit
+            _keep(task, unit.input_edits, state)
         try:
             out = self.inner.invoke(state)
         except Exception as exc:
@@ -103,6 +105,8 @@ class _NodeHook:
             self.name, superstep=task.superstep, branch=task.branch, attempt=task.attempt
         )
         state = await unit.abefore(state=state)
+        if unit.input_edits:
+            _keep(task, unit.input_edits, state)
         try:
             out = await self.inner.ainvoke(state)
         except Exception as exc:
@@ -117,6 +121,16 @@ class _NodeHook:
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.name!r} around {self.inner!r}>"
+
+
+def _keep(task: _graph.Task, keys: tuple[Any, ...], state: Any) -> None:
+    """Keep the keys of the state edited at a node's before stop in the run's state: the
+    engine replaces them for the superstep, and the superstep's updates apply after them."""
+    for key in keys:
+        if isinstance(state, dict) and key in state:
+            task.replace(key, state[key])
+        else:
+            task.remove(key)
 
 
 class StateGraphAdapter(Adapter):

@@ -82,6 +82,8 @@ END = "__end__"
 
 _RESERVED = frozenset({START, END})
 _ROUTE_CACHE_SIZE = 4
+#: the value of a key a task removed from the state (see Task.remove)
+_REMOVED: Any = object()
 
 Reducer = Callable[[Any, Any], Any]
 Router = Callable[[dict[str, Any]], Any]
@@ -152,6 +154,31 @@ class Task:
     _older: list[tuple[object, tuple[str, ...]]] | None = field(
         default=None, init=False, repr=False
     )
+    #: keys of the run's state this task replaced (:meth:`replace`), ``_REMOVED`` for removed
+    replaced: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    def replace(self, key: str, value: Any) -> None:
+        """Replace ``key`` of the run's state for this superstep and after: the node receives
+        ``value`` (on retries too), and the superstep's updates, this task's own among them,
+        are merged on top of it. A debugger calls this when the state a node receives is
+        edited before the node runs, so that the run keeps the edit.
+
+        :raises InvalidUpdateError: if ``key`` is not a string.
+        """
+        if not isinstance(key, str):
+            raise InvalidUpdateError(f"state keys are strings; cannot replace key {key!r}")
+        if self.replaced is None:
+            self.replaced = {}
+        self.replaced[key] = value
+        self.state[key] = value
+
+    def remove(self, key: str) -> None:
+        """Remove ``key`` from the run's state for this superstep and after (see
+        :meth:`replace`); an update of the superstep writing it adds it again."""
+        if self.replaced is None:
+            self.replaced = {}
+        self.replaced[key] = _REMOVED
+        self.state.pop(key, None)
 
     def preview(self, update: Mapping[str, Any] | None) -> dict[str, Any]:
         """Return the state as it would be after applying ``update`` alone (nothing is committed).
@@ -165,6 +192,8 @@ class Task:
         base = self.state if self.base is None else self.base
         checked = _check_update(self.node, update)
         result = dict(base)
+        if self.replaced:
+            _replace(result, self.replaced)
         if checked:
             _apply(self.graph.reducers, result, checked, self.node, self.superstep)
         return result
@@ -726,6 +755,18 @@ class CompiledGraph:
         superstep: int,
     ) -> tuple[dict[str, Any], list[str]]:
         merged = dict(values)
+        replacers: dict[str, str] = {}
+        for task in tasks:
+            if task.replaced:
+                for key in task.replaced:
+                    if key in replacers:
+                        raise InvalidUpdateError(
+                            f"the state key {key!r} was replaced for both {replacers[key]!r} "
+                            f"and {task.node!r} in superstep {superstep}; replace it for one "
+                            "node of a superstep only"
+                        )
+                    replacers[key] = task.node
+                _replace(merged, task.replaced)
         writers: dict[str, str] = {}
         for task, update in zip(tasks, updates, strict=True):
             if not update:
@@ -1022,6 +1063,14 @@ def _check_update(node: str, update: Any) -> Mapping[str, Any] | None:
                 "must be strings"
             )
     return update
+
+
+def _replace(target: dict[str, Any], replaced: Mapping[str, Any]) -> None:
+    for key, value in replaced.items():
+        if value is _REMOVED:
+            target.pop(key, None)
+        else:
+            target[key] = value
 
 
 def _apply(

@@ -323,9 +323,15 @@ class AbstractStateEditingTests(SuiteBase):
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
         dbg.set("x", 100)
-        dbg.set("w", "new")  # a key the state did not have
         assert dbg.inspect("x") == 100
-        assert dbg.inspect("w") == "new"
+        if self.fixed_state_keys:  # c receives the state, which cannot take another key
+            with pytest.raises(flowdbg.EditRefused, match="'w'"):
+                dbg.set("w", "new")
+            with pytest.raises(flowdbg.PathError):
+                dbg.inspect("w")  # the refused edit left nothing behind
+        else:
+            dbg.set("w", "new")  # a key the state did not have
+            assert dbg.inspect("w") == "new"
         dbg.resume()
         assert self.finish(run, scn)["y"] == 101
 

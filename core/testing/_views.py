@@ -35,6 +35,74 @@ class AbstractViewTests(SuiteBase):
         dbg.resume()
         assert self.finish(run, scn) == {"x": 50, "y": 51}  # b received x = 5
 
+    def test_an_edit_of_the_state_a_unit_receives_is_kept_or_refused(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        # c returns {"y": x + 1}: it does not write x, which the run must keep all the same
+        scn = self.scenario("linear")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn, mode)
+        self.wait_stop(dbg)
+        try:
+            dbg.set("x", 3)
+        except flowdbg.EditRefused as refused:
+            assert "instead" in str(refused), "a refusal says what to do instead"
+            assert dbg.inspect("x") == 20  # refused: nothing changed
+            dbg.resume()
+            assert self.finish(run, scn) == dict(EXPECTED["linear"])
+            return
+        assert dbg.inspect("x") == 3
+        dbg.resume()
+        assert self.finish(run, scn) == {"x": 3, "y": 4}  # what c saw is what the run kept
+
+    def test_an_edit_of_a_reducer_list_at_a_before_stop_changes_the_element_shown(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("parallel")
+        dbg.break_before("join")
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        items = dbg.inspect("items")
+        assert sorted(items) == ["p1", "p2"]
+        first = items[0]
+        try:
+            dbg.set("items[0]", "edited")
+        except flowdbg.EditRefused as refused:
+            assert "instead" in str(refused)
+            dbg.resume()
+            assert self.finish(run, scn) == dict(EXPECTED["parallel"])
+            return
+        assert dbg.inspect("items") == ["edited", *items[1:]]
+        dbg.resume()
+        result = self.finish(run, scn)
+        # the element shown was edited, none was added or lost, and join saw the edit
+        assert result == {"items": ["edited", *items[1:]], "total": 2}
+        assert first not in result["items"]
+
+    def test_an_edit_at_a_before_stop_beside_a_parallel_branch_is_kept_or_refused(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("parallel")
+        dbg.break_before("p1")
+        dbg.break_before("p2")
+        run = self.launch(dbg, scn)
+        stops = dbg.wait_for_stops(2, WAIT)  # both branches have started: p2 is a sibling
+        assert len(stops) == 2
+        at_p1 = next(s for s in stops if s.location.node == "p1")
+        try:
+            dbg.set("items", ["z"], stop=at_p1.id)
+        except flowdbg.EditRefused as refused:
+            assert "p2" in str(refused) and "instead" in str(refused)
+            for stop in stops:
+                dbg.resume(stop.id)
+            assert self.finish(run, scn) == dict(EXPECTED["parallel"])
+            return
+        for stop in stops:
+            dbg.resume(stop.id)
+        result = self.finish(run, scn)
+        # the replaced value, then both branches' updates through the reducer: none is lost
+        assert sorted(result["items"]) == ["p1", "p2", "z"] and result["total"] == 3
+
     def test_after_a_unit_a_path_reads_and_edits_its_output(
         self, dbg: flowdbg.Debugger, mode: str
     ) -> None:
@@ -75,7 +143,7 @@ class AbstractViewTests(SuiteBase):
         dbg.break_after("b")
         run = self.launch(dbg, scn)
         before = self.wait_stop(dbg)
-        with pytest.raises(flowdbg.EditRefused, match=r"not what 'b' receives: edit input:x"):
+        with pytest.raises(flowdbg.EditRefused, match=r"is not edited: edit input:x"):
             dbg.set("state:x", 9)
         with pytest.raises(flowdbg.EditRefused, match=r"edit input:x"):
             dbg.delete("state:x")

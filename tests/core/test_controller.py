@@ -386,7 +386,9 @@ def test_before_with_its_own_input_edits_the_input(dbg: flowdbg.Debugger) -> Non
     assert dbg.inspect("q", source="input") == "new"
     assert dbg.inspect("args:q") == dbg.inspect("q") == "new"  # a tool's input is its args
     assert dbg.inspect("state:messages") == 3  # the state is shown, unedited
-    with pytest.raises(flowdbg.EditRefused, match=r"edit input:messages \(what it receives\)"):
+    with pytest.raises(
+        flowdbg.EditRefused, match=r"edit input:messages \(what 'search' receives\)"
+    ):
         dbg.set("state:messages", 4)
     dbg.resume()
     got, _ = worker.result()

@@ -188,7 +188,7 @@ def test_ainvoke_on_the_callers_event_loop_suspends_only_the_run(dbg: flowdbg.De
         dbg.resume()
         return await asyncio.wait_for(task, T)
 
-    assert asyncio.run(main()) == {"x": 20, "z": 4, "done": True}
+    assert asyncio.run(main()) == {"x": 3, "z": 4, "done": True}  # the state kept the edit
 
 
 def test_a_task_created_after_an_earlier_run_is_waited_for(dbg: flowdbg.Debugger) -> None:

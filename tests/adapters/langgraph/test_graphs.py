@@ -233,7 +233,8 @@ def test_edit_inside_a_compiled_subgraph_reaches_the_parent(dbg: flowdbg.Debugge
     dbg.set("x", 5)
     assert stop.input == {"x": 5, "scratch": "seen 2"}
     dbg.resume()
-    assert run.result(T) == {"x": 20, "z": 6, "done": True}
+    # the subgraph's state kept the edit, and its output carries it to the parent's
+    assert run.result(T) == {"x": 5, "z": 6, "done": True}
 
 
 # -- retries -----------------------------------------------------------------------------------
@@ -308,7 +309,7 @@ def test_pydantic_state_is_inspected_and_edited(dbg: flowdbg.Debugger) -> None:
     assert stop.output == {"tag": "x=40"}  # the node saw the edited state
     dbg.set("tag", "edited")
     dbg.resume()
-    assert run.result(T) == {"x": 2, "tag": "edited"}  # an input edit is not committed
+    assert run.result(T) == {"x": 40, "tag": "edited"}  # the state kept the input edit
 
 
 def test_dataclass_state_is_inspected_and_edited(dbg: flowdbg.Debugger) -> None:
@@ -321,7 +322,7 @@ def test_dataclass_state_is_inspected_and_edited(dbg: flowdbg.Debugger) -> None:
     assert dbg.inspect("x") == 2
     dbg.set("x", 7)
     dbg.resume()
-    assert run.result(T) == {"x": 2, "items": [7]}
+    assert run.result(T) == {"x": 7, "items": [7]}
 
 
 def test_messages_state_is_inspected_and_edited(dbg: flowdbg.Debugger) -> None:
@@ -338,10 +339,11 @@ def test_messages_state_is_inspected_and_edited(dbg: flowdbg.Debugger) -> None:
     dbg.resume()
     stop = wait(dbg, "echo", "after")
     assert dbg.inspect("messages[-1].content", source="output") == "echo: HI"
-    assert [m.content for m in stop.state["messages"]] == ["bob", "hi bob", "echo: HI"]
+    # the element shown was edited, in the state the run keeps, and no other one
+    assert [m.content for m in stop.state["messages"]] == ["bob", "HI", "echo: HI"]
     dbg.resume()
     result = run.result(T)
-    assert [m.content for m in result["messages"]] == ["bob", "hi bob", "echo: HI"]
+    assert [m.content for m in result["messages"]] == ["bob", "HI", "echo: HI"]
     assert [m.id for m in result["messages"]] == ["human-1", "ai-1", "ai-2"]
 
 
@@ -406,16 +408,58 @@ def test_edit_of_a_key_outside_the_schema_is_refused(dbg: flowdbg.Debugger) -> N
     assert run.result(T) == {"x": 20, "y": 21}  # c overwrote y
 
 
-def test_edit_at_a_before_stop_changes_what_the_node_sees_only(dbg: flowdbg.Debugger) -> None:
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_edit_at_a_before_stop_is_kept_in_the_state(dbg: flowdbg.Debugger, how: str) -> None:
     app = dbg.attach(lg.linear())
     dbg.break_before("c")
-    run = dbg.start(app.invoke, {"x": 1})
+    run = dbg.start(getattr(app, how), {"x": 1})
     stop = wait(dbg, "c")
-    dbg.set("x", 100)
-    dbg.set("extra", "free-form input")  # the input is not the update: any key goes
-    assert stop.input == {"x": 100, "extra": "free-form input"}
+    dbg.set("x", 100)  # c does not write x: the run keeps the edit all the same
+    with pytest.raises(flowdbg.EditRefused, match=r"no key 'extra'.*its keys are x, y"):
+        dbg.set("extra", "free-form input")  # the state has no such key to keep
+    assert stop.input == {"x": 100}
     dbg.resume()
-    assert run.result(T) == {"x": 20, "y": 101}  # x itself stays as committed
+    assert run.result(T) == {"x": 100, "y": 101}
+    c = dbg.runs[-1].steps[-1]
+    assert (c.node, c.input, c.state) == ("c", {"x": 100}, {"x": 100, "y": 101})
+
+
+def test_a_key_the_node_writes_too_takes_its_write_after_the_edit(dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(lg.linear())
+    dbg.break_before("b")  # b: x * 10
+    run = dbg.start(app.invoke, {"x": 1})
+    wait(dbg, "b")
+    dbg.set("x", 7)
+    dbg.resume()
+    assert run.result(T) == {"x": 70, "y": 71}
+
+
+def test_an_edit_langgraph_could_not_keep_is_refused(dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(lg.parallel())
+    dbg.break_before("p1")
+    dbg.break_before("p2")
+    run = dbg.start(app.invoke, {"items": []})
+    stops = dbg.wait_for_stops(2, T)
+    p1 = next(s for s in stops if s.location.node == "p1")
+    with pytest.raises(flowdbg.EditRefused, match=r"'items' has a reducer.* where 'p2' also runs"):
+        dbg.set("items", ["z"], stop=p1.id)
+    with pytest.raises(flowdbg.EditRefused, match=r"cannot remove the value of state key 'items'"):
+        dbg.delete("items", stop=p1.id)
+    assert dbg.inspect("items", stop=p1.id) == []  # both refusals left the input as it was
+    assert p1.unit is not None and p1.unit.input_edits == ()
+    for stop in stops:
+        dbg.resume(stop.id)
+    assert run.result(T) == {"items": ["p1", "p2"], "total": 2}
+
+
+def test_an_edit_of_a_send_packet_stays_in_its_branch(dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(lg.map_reduce())
+    dbg.break_before("work", condition="input['item'] == 'b'")
+    run = dbg.start(app.invoke, ITEMS)
+    wait(dbg, "work")
+    dbg.set("item", "zz")  # the packet is the branch's own, not the state
+    dbg.resume()
+    assert run.result(T) == {"items": ["a", "b", "c"], "results": ["A", "ZZ", "C"]}
 
 
 def test_watch_stops_after_the_node_changing_a_key(dbg: flowdbg.Debugger) -> None:
@@ -453,4 +497,4 @@ def test_an_edit_a_pydantic_state_refuses_is_refused_at_set_time() -> None:
         assert dbg.inspect("x") == 2  # unchanged
         dbg.set("x", 41)  # a valid edit is taken
         dbg.resume()
-        assert run.result(T) == {"x": 2, "tag": "x=41"}
+        assert run.result(T) == {"x": 41, "tag": "x=41"}

@@ -246,7 +246,7 @@ def test_own_event_loop_task_is_suspended_while_the_loop_runs() -> None:
             dbg.resume()
         return results["out"]
 
-    assert anyio.run(main) == {"x": 20, "z": 4, "done": True}
+    assert anyio.run(main) == {"x": 3, "z": 4, "done": True}  # the state kept the edit
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
@@ -331,3 +331,69 @@ def test_tool_error_stops_at_the_error_point_of_the_call() -> None:
     dbg.resume()
     with pytest.raises(FileNotFoundError):
         run.result(T)
+
+
+# -- edits of the state a node receives, kept by the run ---------------------------------------
+
+
+def test_an_edit_at_a_before_stop_is_kept_where_the_node_does_not_write_it() -> None:
+    g = StateGraph(name="keep")
+    g.add_node("a", lambda s: {"n": s["n"] + 1})
+    g.add_node("b", lambda s: {"out": s["user"] + "!"})
+    g.set_entry_point("a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_before("a")
+        dbg.break_after("a")
+        run = dbg.start(app.invoke, {"n": 0, "user": "ann", "tmp": 1})
+        stop = dbg.wait_for_stop(T)
+        assert stop is not None
+        dbg.set("user", "bob")  # a does not write user
+        dbg.delete("tmp")
+        assert stop.unit is not None and stop.unit.input_edits == ("user", "tmp")
+        dbg.resume()
+        after = dbg.wait_for_stop(T)
+        assert after is not None and after.location.position == "after"
+        assert after.state == {"n": 1, "user": "bob"}  # the after stop shows the kept edit
+        dbg.resume()
+        assert run.result(T) == {"n": 1, "user": "bob", "out": "bob!"}
+
+
+def test_an_edit_beside_a_parallel_branch_is_merged_under_both_updates() -> None:
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(fan_graph())
+        dbg.break_before("p1")
+        dbg.break_before("p2")
+        run = dbg.start(app.invoke, {"items": []})
+        stops = dbg.wait_for_stops(2, T)
+        p1 = next(s for s in stops if s.location.node == "p1")
+        dbg.set("items", ["z"], stop=p1.id)
+        for stop in stops:
+            dbg.resume(stop.id)
+        assert run.result(T) == {"n": 1, "items": ["z", "p1", "p2"], "total": 3}
+
+
+def test_a_retried_node_receives_the_edit_again() -> None:
+    seen: list[int] = []
+
+    def flaky(state: dict[str, Any]) -> dict[str, Any]:
+        seen.append(state["x"])
+        if len(seen) == 1:
+            raise ConnectionError("flaky")
+        return {"y": state["x"] + 1}
+
+    g = StateGraph(name="retry")
+    g.add_node("flaky", flaky, retry=1)
+    g.set_entry_point("flaky")
+    g.add_edge("flaky", END)
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_before("flaky", condition="attempt == 1")
+        run = dbg.start(app.invoke, {"x": 1})
+        assert dbg.wait_for_stop(T) is not None
+        dbg.set("x", 5)
+        dbg.resume()
+        assert run.result(T) == {"x": 5, "y": 6}
+    assert seen == [5, 5]  # the retry received the state the run kept

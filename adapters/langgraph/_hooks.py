@@ -717,13 +717,28 @@ def _latest_values(chunk: Any, latest: Any, kwargs: dict[str, Any]) -> Any:
     return latest
 
 
+#: the keys of the packet LangGraph's ToolNode receives from an agent (prebuilt/tool_node.py:
+#: ToolCallWithContext, a TypedDict tagged ``__type``)
+_TOOL_CALL_PACKET = frozenset({"__type", "tool_call", "state"})
+
+
 def _edit_checker(name: str, keys: list[str]) -> Any:
     allowed = frozenset(keys)
 
     def check_edit(unit: Unit, which: str, payload: Any) -> None:
         # A node's update can only write the graph's channels: LangGraph drops other keys of
-        # a dict update without a word. The input a node receives is free-form.
+        # a dict update without a word. The input of a Send task is its packet, free-form but
+        # for the packet a ToolNode receives from a tool-calling agent (create_react_agent,
+        # create_agent): a tool call with its context, whose other keys it never reads.
         if which != "output":
+            if isinstance(payload, dict) and payload.get("__type") == "tool_call_with_context":
+                extra = [key for key in payload if key not in _TOOL_CALL_PACKET]
+                if extra:
+                    raise EditRefused(
+                        f"{unit.node!r} receives one tool call with its context "
+                        f"(tool_call, state), so {extra[0]!r} would be ignored; edit "
+                        f"tool_call.args.{extra[0]} (the tool's arguments) instead"
+                    )
             return
         if isinstance(payload, Command):  # its update is written like a node's return value
             payload = payload.update

@@ -195,3 +195,48 @@ def test_terminate_at_a_tool_stop(dbg: flowdbg.Debugger, app: Any) -> None:
     assert log is not None
     assert [step.status for step in log.steps if step.node == "shell"] == ["terminated"]
     assert log.errors == []
+
+
+class _ToolCallingModel(GenericFakeChatModel):
+    """A scripted chat model a prebuilt agent can bind tools to."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def test_the_tool_call_packet_of_a_prebuilt_agent_is_edited_where_it_is_read(
+    dbg: flowdbg.Debugger,
+) -> None:
+    import warnings
+
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    replies = iter(
+        [
+            AIMessage("", tool_calls=[{"name": "add", "args": {"a": 1, "b": 2}, "id": "c1"}]),
+            AIMessage("done"),
+        ]
+    )
+    with warnings.catch_warnings():  # moved to langchain.agents in LangGraph 1.0, still here
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(_ToolCallingModel(messages=replies), [add])
+    app = dbg.attach(agent)
+    dbg.break_before("tools")
+    run = dbg.start(app.invoke, {"messages": [("user", "add 1 and 2")]})
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "tools"
+    if dbg.inspect("").get("__type") != "tool_call_with_context":
+        dbg.resume()
+        run.result(T)
+        pytest.skip("this LangGraph's agent calls its tools node without Send packets")
+    assert dbg.inspect("tool_call.args.a") == dbg.inspect("input:tool_call.args.a") == 1
+    with pytest.raises(flowdbg.EditRefused, match=r"'a' would be ignored; edit tool_call.args.a"):
+        dbg.set("a", 40)  # the packet's own keys are all the tools node reads
+    dbg.set("input:tool_call.args.a", 40)
+    dbg.resume()
+    assert contents(run.result(T)) == ["add 1 and 2", "", "42", "done"]

@@ -188,6 +188,8 @@ class Controller:
         self._async_waiters: list[Callable[[], None]] = []
         #: units between their before point and their after or error point (not held there)
         self.running: set[Unit] = set()
+        #: asyncio tasks terminate() cancelled, with the top-level run of the unit each ran
+        self._cancelled: dict[Any, RunScope] = {}
         self._sync_waiters = 0  # threads in _wait(): _notify() is skipped when there are none
         self._warned: set[str] = set()
         self.observe_events = False
@@ -330,6 +332,10 @@ class Controller:
                     self.running.difference_update(
                         [unit for unit in list(self.running) if unit.run.root is scope]
                     )
+                if self._cancelled:  # nor the tasks terminate() cancelled
+                    for task, root in list(self._cancelled.items()):
+                        if root is scope:
+                            del self._cancelled[task]
                 stepping = self._steps.pop(info.run_id, None) if self._steps else None
                 self._finished_any = True
                 self._last_end_terminated = info.status is RunStatus.TERMINATED
@@ -814,13 +820,42 @@ class Controller:
                 self.resume(stop.id, Action.TERMINATE)
             except StopNotFound:
                 pass
+        running = self.running_units(roots)
         on_step = self.on_step
         if on_step is not None:
             # what is running now is recorded as running: should one of them never return
             # (a sync call nothing can interrupt), the record names it
-            for unit in self.running_units(roots):
+            for unit in running:
                 on_step(unit)
+        for unit in running:
+            self._cancel(unit)
         return ids
+
+    def _cancel(self, unit: Unit) -> None:
+        """Cancel the asyncio task running ``unit`` (an awaiting node would otherwise hold its
+        run until it returns), on the task's own loop; a sync unit cannot be interrupted."""
+        task = getattr(unit, "_task", None)
+        if task is None:
+            return
+        from flowdbg.runtime import TERMINATE_MESSAGE
+
+        def cancel() -> None:  # on the loop's thread: the unit cannot finish meanwhile
+            if unit in self.running and not task.done() and task not in self._cancelled:
+                self._cancelled[task] = unit.run.root
+                task.cancel(TERMINATE_MESSAGE)
+
+        try:
+            task.get_loop().call_soon_threadsafe(cancel)
+        except RuntimeError:  # its loop is closed: the unit is gone with it
+            pass
+
+    def cancelled_units(self, root: RunScope) -> bool:
+        """Whether terminate() cancelled a task running a unit of the run ``root``."""
+        return any(scope is root for scope in list(self._cancelled.values()))
+
+    def uncancel(self, task: Any) -> bool:
+        """Forget ``task`` if terminate() cancelled it; whether it did."""
+        return self._cancelled.pop(task, None) is not None
 
     def running_units(self, roots: list[RunScope] | None = None) -> list[Unit]:
         """The units running now (of ``roots``' runs), longest running first."""

@@ -18,6 +18,7 @@ With no breakpoints, stepping, pause or observers, each call costs a few attribu
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextvars
 import inspect
@@ -43,6 +44,18 @@ _CURRENT_UNIT: contextvars.ContextVar[Unit | None] = contextvars.ContextVar(
 )
 _SAME: Any = object()
 _now = time.time
+
+
+def _current_task() -> Any:
+    """The asyncio task running now, or ``None`` (another event loop library, such as trio)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+#: the message of the cancellation with which terminate() stops an async unit
+TERMINATE_MESSAGE = "flowdbg: the run was terminated by the debugger"
 _BEFORE = Position.BEFORE.value
 _AFTER = Position.AFTER.value
 _ERROR = Position.ERROR.value
@@ -256,13 +269,39 @@ class RunScope:
             self.settle(None)
         self.ctl.end_run(self, output=output, error=error, suspended=suspended)
 
+    def converted(self, exc: BaseException) -> BaseException:
+        """The exception the run's caller gets for ``exc``, which leaves the run: ``exc``
+        itself, but a :class:`flowdbg.Terminated` for the cancellation with which
+        :meth:`flowdbg.Debugger.terminate` stopped an async unit of the run (the task it
+        cancelled is uncancelled, so that its ``asyncio.timeout`` and task groups behave as if
+        no cancellation had been asked). Adapters that end runs themselves end them with the
+        converted exception and raise it ``from exc`` when it is another one; the context
+        manager does both."""
+        if not isinstance(exc, asyncio.CancelledError) or not self.root.terminated:
+            return exc
+        if not self.ctl.cancelled_units(self.root):  # a cancellation of the user's own
+            return exc
+        task = _current_task()
+        if task is not None and self.ctl.uncancel(task):
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+            if uncancel is not None and task.cancelling():
+                uncancel()
+        return Terminated()
+
     def __enter__(self) -> RunScope:
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         """Close the run: with the exception leaving the block, or (if the block did not call
-        :meth:`end` itself) with no output."""
-        self.end(error=exc) if exc is not None else self.end()
+        :meth:`end` itself) with no output. A cancellation made by ``terminate()`` leaves the
+        block as :class:`flowdbg.Terminated` (see :meth:`converted`)."""
+        if exc is None:
+            self.end()
+            return
+        raised = self.converted(exc)
+        self.end(error=raised)
+        if raised is not exc:
+            raise raised from exc
 
     async def __aenter__(self) -> RunScope:
         return self
@@ -303,6 +342,7 @@ class Unit:
     __slots__ = (
         "_decide",
         "_frame",
+        "_task",
         "_token",
         "attempt",
         "branch",
@@ -565,6 +605,7 @@ class Unit:
         self.started_at = _now()
         self.input = input
         self._token = _CURRENT_UNIT.set(self)
+        self._task = _current_task()  # what terminate() cancels while the unit runs
         ctl.running.add(self)
         return input
 
@@ -687,8 +728,10 @@ class Unit:
             await self.aerror(exc, state=state)
             raise
         except BaseException as exc:
-            self.discard(exc)
-            raise
+            raised = self.discard(exc)  # terminate() cancelled it: Terminated
+            if raised is exc or raised is None:
+                raise
+            raise raised from exc
         return await self.aafter(output=output, state=state, decision=_decided(decide, output))
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
@@ -750,22 +793,30 @@ class Unit:
         ``None`` when the unit has not got that far."""
         return getattr(self, name, None)
 
-    def discard(self, exc: BaseException | None = None, *, status: str = "failed") -> None:
+    def discard(
+        self, exc: BaseException | None = None, *, status: str = "failed"
+    ) -> BaseException | None:
         """Leave the unit without an ``after`` or ``error`` point (a control-flow exception such
         as :class:`flowdbg.Terminated` or a cancellation went through it).
 
         :param status: ``"failed"`` (``"terminated"`` when ``exc`` is
             :class:`flowdbg.Terminated`), or ``"suspended"`` when the framework's own control
             flow paused the unit to run it again later (a LangGraph ``interrupt()``).
+        :returns: the exception to raise on: ``exc``, or a :class:`flowdbg.Terminated` for the
+            cancellation with which :meth:`flowdbg.Debugger.terminate` stopped this async unit
+            (see :meth:`RunScope.converted`; raise it ``from exc``).
         """
         self._exit()
+        raised = exc if exc is None else self.run.converted(exc)
         if self.status == "running":
-            self._finish(status, exc)
+            self._finish(status, raised)
+        return raised
 
     def _exit(self) -> None:
         token = self._token
         if token is not None:
             self._token = None
+            self._task = None  # a finished unit keeps no task (nor its frames) alive
             self.run.ctl.running.discard(self)
             try:
                 _CURRENT_UNIT.reset(token)

@@ -272,8 +272,10 @@ class Traced(Runnable[Any, Any]):
 
     async def _araised(
         self, unit: Unit, exc: BaseException, config: RunnableConfig, state: Any
-    ) -> None:
-        """Async form of :meth:`_raised`."""
+    ) -> BaseException:
+        """Async form of :meth:`_raised`; returns the exception to raise on: ``exc``, or
+        :class:`flowdbg.Terminated` for the cancellation with which ``terminate()`` stopped
+        the node."""
         if isinstance(exc, ParentCommand):
             if unit.status == "running":
                 edited = await unit.aafter(output=exc.args[0], decision=_goto(exc))
@@ -285,7 +287,8 @@ class Traced(Runnable[Any, Any]):
             if unit.status == "running":
                 await unit.aerror(exc, state=state)
         else:
-            unit.discard(exc)
+            return unit.discard(exc) or exc
+        return exc
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         scope = RUN.get()
@@ -314,8 +317,10 @@ class Traced(Runnable[Any, Any]):
         try:
             result = await self.seq.ainvoke(input, config, **kwargs)
         except BaseException as exc:
-            await self._araised(unit, exc, config, state)
-            raise
+            raised = await self._araised(unit, exc, config, state)
+            if raised is exc:
+                raise
+            raise raised from exc
         finally:
             _TASK.reset(token)
         self._done(config)
@@ -340,8 +345,10 @@ class Traced(Runnable[Any, Any]):
             async for chunk in self.seq.astream(input, config, **kwargs):
                 yield chunk
         except BaseException as exc:
-            await self._araised(unit, exc, config, state)
-            raise
+            raised = await self._araised(unit, exc, config, state)
+            if raised is exc:
+                raise
+            raise raised from exc
         finally:
             _TASK.reset(token)
         self._done(config)

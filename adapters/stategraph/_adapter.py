@@ -113,8 +113,10 @@ class _NodeHook:
             await unit.aerror(exc, state=state)
             raise
         except BaseException as exc:
-            unit.discard(exc)
-            raise
+            raised = unit.discard(exc)  # terminate() cancelled it: Terminated
+            if raised is exc or raised is None:
+                raise
+            raise raised from exc
         return await unit.aafter(
             output=out, resolve=task.details, deferred=True, decide=task.routed
         )

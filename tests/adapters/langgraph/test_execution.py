@@ -338,3 +338,57 @@ def test_a_stop_at_a_node_with_a_timeout_warns_that_the_clock_runs(
         return await task
 
     assert asyncio.run(main()) == {"x": 2, "y": 1}
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_terminate_cancels_an_async_node_that_never_returns(
+    dbg: flowdbg.Debugger, parallel: bool
+) -> None:
+    import time
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class S(TypedDict, total=False):
+        x: int
+        y: int
+
+    cancelled: list[str] = []
+
+    async def hang(state: S) -> S:
+        try:
+            await asyncio.sleep(1000)
+        except asyncio.CancelledError:
+            cancelled.append("hang")
+            raise
+        return {}
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": 1})
+    g.add_node("hang", hang)
+    g.add_node("other", lambda s: {"y": 1})
+    g.add_edge(START, "a")
+    g.add_edge("a", "hang")
+    g.add_edge("hang", END)
+    if parallel:
+        g.add_edge("a", "other")
+        g.add_edge("other", END)
+    app = dbg.attach(g.compile())
+    dbg.break_after("a")
+
+    async def main() -> Any:  # the user's own event loop, terminated from another thread
+        return await app.ainvoke({})
+
+    run = dbg.start(lambda: asyncio.run(main()))
+    assert dbg.wait_for_stop(T) is not None
+    dbg.resume()
+    deadline = time.monotonic() + T
+    while not any(u["node"] == "hang" for u in dbg.status().running):
+        assert time.monotonic() < deadline, "hang never started"
+        time.sleep(0.01)
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+    assert cancelled == ["hang"]
+    assert {step.node: step.status for step in dbg.runs[-1].steps}["hang"] == "terminated"
+    assert dbg.runs[-1].run.status == "terminated"

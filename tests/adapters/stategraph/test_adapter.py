@@ -397,3 +397,49 @@ def test_a_retried_node_receives_the_edit_again() -> None:
         dbg.resume()
         assert run.result(T) == {"x": 5, "y": 6}
     assert seen == [5, 5]  # the retry received the state the run kept
+
+
+# -- terminate() cancels an awaiting unit --------------------------------------------------------
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_terminate_cancels_an_async_node_that_never_returns(parallel: bool) -> None:
+    import asyncio
+    import time
+
+    cancelled: list[str] = []
+
+    async def hang(state: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(1000)
+        except asyncio.CancelledError:
+            cancelled.append("hang")
+            raise
+        return {}
+
+    g = StateGraph(name="hang")
+    g.add_node("a", lambda s: {"x": 1})
+    g.add_node("hang", hang)
+    g.add_node("other", lambda s: {"y": 1})
+    g.set_entry_point("a")
+    g.add_conditional_edges("a", lambda s: ["hang", "other"] if parallel else ["hang"])
+    g.add_edge("hang", END)
+    with flowdbg.Debugger() as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_after("a")
+        run = dbg.start(app.ainvoke, {})
+        assert dbg.wait_for_stop(T) is not None
+        dbg.resume()
+        deadline = time.monotonic() + T
+        while not any(u["node"] == "hang" for u in dbg.status().running):
+            assert time.monotonic() < deadline, "hang never started"
+            time.sleep(0.01)
+        dbg.terminate()
+        with pytest.raises(flowdbg.Terminated):
+            run.result(T)
+        assert cancelled == ["hang"]
+        steps = {step.node: step.status for step in dbg.runs[-1].steps}
+        assert steps["hang"] == "terminated"
+        assert dbg.runs[-1].run.status == "terminated"
+        assert dbg.flush(T)
+        assert dbg.store.get_run(run.run_id).status == "terminated"

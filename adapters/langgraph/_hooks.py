@@ -636,7 +636,9 @@ def _keep(unit: Unit, edited: Any, writes: Any, mark: int, info: GraphInfo) -> N
             if not own:
                 extra.append((key, value))
             continue
-        operator = info.channels[key].operator
+        operator = getattr(info.channels[key], "operator", None)
+        if operator is None:  # pragma: no cover - every BinaryOperatorAggregate has one
+            continue
         for written in own:
             value = written.value if isinstance(written, Overwrite) else operator(value, written)
         extra.append((key, Overwrite(value)))

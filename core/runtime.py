@@ -535,7 +535,16 @@ class Unit:
             self.state = state
             self.decision = decision
             try:
-                edited = ctl.point(self, _AFTER, state, None, output, None, decision, resolve)
+                edited = ctl.point(
+                    self,
+                    _AFTER,
+                    state,
+                    getattr(self, "input", None),
+                    output,
+                    None,
+                    decision,
+                    resolve,
+                )
             except BaseException as exc:
                 self._finish("failed", exc)
                 raise
@@ -629,7 +638,14 @@ class Unit:
             self.decision = decision
             try:
                 edited = await ctl.apoint(
-                    self, _AFTER, state, None, output, None, decision, resolve
+                    self,
+                    _AFTER,
+                    state,
+                    getattr(self, "input", None),
+                    output,
+                    None,
+                    decision,
+                    resolve,
                 )
             except BaseException as exc:
                 self._finish("failed", exc)

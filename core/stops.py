@@ -57,9 +57,9 @@ class Stop:
     """A branch held at a point, with everything known there.
 
     A stop has named views (:attr:`views`): ``state`` (the framework's state as the stop found
-    it), ``input`` (what the unit receives), ``output`` (what it returns, at an ``after`` stop)
-    and ``error`` (the exception, at an ``error`` stop); at a tool or LLM stop ``args`` is the
-    input and ``result`` the output. A path reads and edits the :attr:`default_view` unless a
+    it), ``input`` (what the unit receives; at an ``after`` stop, what it received), ``output``
+    (what it returns, at an ``after`` stop) and ``error`` (the exception, at an ``error``
+    stop); at a tool or LLM stop ``args`` is the input and ``result`` the output. A path reads and edits the :attr:`default_view` unless a
     ``view:`` prefix names another. Edits made through :meth:`flowdbg.Debugger.set` while the
     stop is open change the default view only (``input`` before, ``output`` after) and are
     applied when the branch resumes; ``input`` and ``output`` show them, ``state`` does not.
@@ -132,15 +132,14 @@ class Stop:
 
     @property
     def views(self) -> tuple[str, ...]:
-        """The names of the views of this stop: ``state`` everywhere, ``input`` at a before
-        and an error stop, ``output`` at an after stop, ``error`` at an error stop; at a tool or
-        LLM stop also ``args`` (the input) and ``result`` (the output)."""
+        """The names of the views of this stop: ``state`` and ``input`` everywhere (at an after
+        stop the input the unit received, read-only), ``output`` at an after stop, ``error`` at
+        an error stop; at a tool or LLM stop also ``args`` (the input) and ``result`` (the
+        output)."""
         position = self.location.position
-        names = ["state"]
+        names = ["state", "input"]
         if position == Position.AFTER:
             names.append("output")
-        else:
-            names.append("input")
         if position == Position.ERROR:
             names.append("error")
         if self.location.kind in _ALIASED_KINDS:
@@ -161,8 +160,6 @@ class Stop:
         position = self.location.position
         if name == "output" and position == Position.BEFORE:
             why = "the unit has not run yet at a before stop (its output is there after it)"
-        elif name in ("input", "args") and position == Position.AFTER:
-            why = f"the unit's {name} is shown at its before stop (edit it there)"
         elif name in ("output", "error"):
             why = f"the unit has no {name} at this {position} stop"
         elif name in _VIEW_ALIASES:
@@ -208,6 +205,11 @@ class Stop:
             return EditRefused(
                 f"{self.id} is at an error point of {node!r}, where nothing can be edited; "
                 "edit at a before or after stop instead"
+            )
+        if which == "input" and position == Position.AFTER:
+            return EditRefused(
+                f"{node!r} has received its {name} already (edit it at a before stop): edit "
+                f"{target} (what {node!r} commits) instead"
             )
         if which == "state" and position == Position.AFTER:
             return EditRefused(

@@ -154,8 +154,9 @@ class AbstractViewTests(SuiteBase):
         self.assert_at(after, "b", "after")
         with pytest.raises(flowdbg.EditRefused, match=r"the state after 'b' .* edit output:x"):
             dbg.set("state:x", 9)
-        with pytest.raises(flowdbg.PathError, match=r"no input view: .* at its before stop"):
-            dbg.set("input:x", 9)  # b has received its input already
+        assert dbg.inspect("input:x") == 2  # what b received, read-only now
+        with pytest.raises(flowdbg.EditRefused, match=r"received its input already.* output:x"):
+            dbg.set("input:x", 9)
         assert dbg.inspect("x") == dbg.inspect("state:x") == 20
         assert after.to_dict()["edited"] is False
         dbg.resume()
@@ -210,9 +211,12 @@ class AbstractViewTests(SuiteBase):
         run = self.launch(dbg, scn)
         after = self.wait_stop(dbg)
         self.assert_at(after, "search", "after", depth=1)
-        assert "result" in after.views and "args" not in after.views
+        assert "result" in after.views and "args" in after.views
         assert dbg.inspect("result:") == dbg.inspect("output:") == dbg.inspect("")
         assert dbg.inspect("") == after.output
+        assert dbg.inspect("args:query") == dbg.inspect("input:query") == "flights"
+        with pytest.raises(flowdbg.EditRefused, match=r"received its args already"):
+            dbg.set("args:query", "trains")
         dbg.resume()
         before = self.wait_stop(dbg)
         self.assert_at(before, "shell", "before", depth=1)

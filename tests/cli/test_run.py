@@ -494,7 +494,7 @@ def test_p_and_set_reach_the_same_view_and_state_is_read_only(run_cli: Cli) -> N
     )
     assert answers[4] == (
         "p memory:x\nerror: stop-1 has no memory view: there is no view 'memory'; "
-        "its views are state, output"
+        "its views are state, input, output"
     )
     assert answers[6] == "p y\n5"
     assert answers[7] == "p state:y\n21"  # the state shown is the framework's, not the edit

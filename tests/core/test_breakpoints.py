@@ -483,12 +483,12 @@ ALL: list[Point] = [
     [
         ("state['n'] == 2", [("t", "before"), ("t", "after")]),
         ("state == {'n': 1, 'r': 1}", [("a", "after")]),  # the state after the unit
-        ("input == {'q': 'x'}", [("a", "before")]),
+        ("input == {'q': 'x'}", [("a", "before"), ("a", "after")]),  # after: what it received
         ("input == {'q': 'y'}", [("c", "before"), ("c", "error")]),  # error points see it too
         ("output == {'r': 1}", [("a", "after")]),
         ("output == 'o'", [("i", "after")]),
-        ("args == {'cmd': 'ls'}", [("t", "before")]),
-        ("args is not None", [("t", "before")]),  # args are a tool call's input only
+        ("args == {'cmd': 'ls'}", [("t", "before"), ("t", "after")]),
+        ("args is not None", [("t", "before"), ("t", "after")]),  # a tool call's input only
         ("'boom' in str(error)", [("c", "error")]),
         ("error is not None and position != 'error'", []),
         ("node == 'i'", [("i", "before"), ("i", "after")]),
@@ -521,7 +521,7 @@ def test_callable_condition_sees_the_same_names(dbg: flowdbg.Debugger) -> None:
 
     dbg.add_breakpoint(everywhere(condition=condition))
     assert where(collect(dbg, COND)) == [("t", "before"), ("t", "after")]
-    assert seen[2:4] == [("t", "before", 2, {"cmd": "ls"}, 0), ("t", "after", 2, None, 1)]
+    assert seen[2:4] == [("t", "before", 2, {"cmd": "ls"}, 0), ("t", "after", 2, {"cmd": "ls"}, 1)]
     assert len(seen) == len(ALL)
 
 

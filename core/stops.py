@@ -61,10 +61,11 @@ class Stop:
     (what it returns, at an ``after`` stop) and ``error`` (the exception, at an ``error``
     stop); at a tool or LLM stop ``args`` is the input and ``result`` the output. A path reads
     and edits the :attr:`default_view` unless a ``view:`` prefix names another. Edits made
-    through :meth:`flowdbg.Debugger.set` while the stop is open change the default view only (``input`` before, ``output`` after) and are
-    applied when the branch resumes; ``input`` and ``output`` show them, ``state`` does not.
-    Where a unit receives the run's state, an edit of its input is kept in the run's state
-    (the unit's own update applied after it), or refused with the reason.
+    through :meth:`flowdbg.Debugger.set` while the stop is open change the default view only
+    (``input`` before, ``output`` after) and are applied when the branch resumes; ``input``
+    and ``output`` show them, ``state`` does not. Where a unit receives the run's state, an
+    edit of its input is kept in the run's state (the unit's own update applied after it), or
+    refused with the reason.
     """
 
     id: str

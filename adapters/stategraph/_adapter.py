@@ -20,6 +20,8 @@ How it hooks in (the pattern other adapters follow):
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +125,69 @@ class _NodeHook:
 
     def __repr__(self) -> str:
         return f"<flowdbg node hook {self.name!r} around {self.inner!r}>"
+
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _check_arguments(target: Any, unit: Unit, which: str, payload: Any) -> None:
+    """The ``check_edit`` of a tool or model call: edited arguments must be what its function
+    takes (``fn(**args)``): no unknown name (unless it takes ``**kwargs``), every required one,
+    and values of the annotated types, checked strictly with pydantic since the engine passes
+    them on unconverted. Checked only when an edit is made (no cost to a run)."""
+    from flowdbg.errors import EditRefused
+
+    if which != "input" or not isinstance(payload, dict):
+        return
+    try:
+        params = inspect.signature(target.fn).parameters
+    except (TypeError, ValueError):  # a builtin or C function: nothing to check against
+        return
+    named = [name for name, p in params.items() if p.kind in _NAMED]
+    what = f"{target.kind} {unit.node!r}"
+    if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        unknown = [key for key in payload if key not in named]
+        if unknown:
+            raise EditRefused(
+                f"{what} takes no argument {unknown[0]!r}; its arguments are "
+                f"{', '.join(named) or 'none'}"
+            )
+    missing = [
+        name
+        for name in named
+        if params[name].default is inspect.Parameter.empty and name not in payload
+    ]
+    if missing:
+        raise EditRefused(
+            f"{what} needs the argument {missing[0]!r}; set it instead of deleting it"
+        )
+    try:
+        import typing
+
+        hints = typing.get_type_hints(target.fn)
+    except Exception:  # an annotation that does not resolve: types unchecked
+        hints = {}
+    problems = []
+    for name, value in payload.items():
+        hint = hints.get(name)
+        if hint is None:
+            continue
+        try:
+            _adapter_for(hint).validate_python(value, strict=True)
+        except Exception as exc:  # pydantic.ValidationError; or a type pydantic cannot check
+            errors = getattr(exc, "errors", None)
+            if not callable(errors):
+                continue
+            problems += [f"{name}: {e.get('msg')}" for e in errors()]
+    if problems:
+        raise EditRefused(f"{what} refuses these arguments: {'; '.join(problems)}")
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter_for(hint: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(hint)
 
 
 def _keep(task: _graph.Task, keys: tuple[Any, ...], state: Any) -> None:
@@ -272,7 +337,10 @@ class _Reporter:
         parent = self._dbg.current_unit()
         if parent is None:
             return None
-        check = self._check_handoff_edit if target.kind == "handoff" else None
+        if target.kind == "handoff":
+            check: Any = self._check_handoff_edit
+        else:  # a tool's or a model's arguments: what its function's signature takes
+            check = functools.partial(_check_arguments, target)
         return parent.frame().unit(target.name, kind=target.kind, check_edit=check), parent
 
     def call(self, target: Any, args: dict[str, Any], proceed: Callable[[Any], Any]) -> Any:

@@ -443,3 +443,36 @@ def test_terminate_cancels_an_async_node_that_never_returns(parallel: bool) -> N
         assert dbg.runs[-1].run.status == "terminated"
         assert dbg.flush(T)
         assert dbg.store.get_run(run.run_id).status == "terminated"
+
+
+def test_edited_tool_arguments_are_checked_against_its_signature() -> None:
+    from flowdbg.adapters.stategraph import tool
+
+    @tool
+    def shell(cmd: str, timeout: float = 5.0) -> str:
+        return f"ran {cmd} within {timeout}"
+
+    g = StateGraph(name="tools")
+    g.add_node("agent", lambda s: {"ran": shell(cmd="rm -rf /tmp/cache")})
+    g.set_entry_point("agent")
+    g.add_edge("agent", END)
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_on_tool("shell")
+        run = dbg.start(app.invoke, {})
+        assert dbg.wait_for_stop(T) is not None
+        with pytest.raises(
+            flowdbg.EditRefused, match=r"takes no argument 'bogus'; .* cmd, timeout"
+        ):
+            dbg.set("bogus", 5)
+        with pytest.raises(
+            flowdbg.EditRefused, match=r"refuses these arguments: cmd: Input should"
+        ):
+            dbg.set("cmd", ["ls"])
+        with pytest.raises(flowdbg.EditRefused, match=r"needs the argument 'cmd'"):
+            dbg.delete("cmd")
+        assert dbg.inspect("") == {"cmd": "rm -rf /tmp/cache"}  # refused edits change nothing
+        dbg.set("timeout", 2)  # an int is a float (as Python passes it on)
+        dbg.set("cmd", "ls")
+        dbg.resume()
+        assert run.result(T) == {"ran": "ran ls within 2"}

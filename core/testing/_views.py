@@ -234,3 +234,18 @@ class AbstractViewTests(SuiteBase):
         dbg.resume()
         self.wait_no_stop(dbg)
         assert self.finish(run, scn)["ran"] == "ran ls /tmp/cache"
+
+    @requires(Capability.TOOL_CALLS, Capability.TOOL_ARG_EDITING)
+    def test_a_tool_argument_the_tool_does_not_take_is_refused_at_set_time(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        dbg.break_on_tool("shell")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "shell", "before", depth=1)
+        with pytest.raises(flowdbg.EditRefused, match=r"'bogus_arg'"):
+            dbg.set("bogus_arg", 5)  # never "applied" and then dropped by the tool
+        assert dbg.inspect("") == {"cmd": "rm -rf /tmp/cache"}  # the refusal changed nothing
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])

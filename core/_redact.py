@@ -219,6 +219,8 @@ _MIN_TEXT = 8
 _CACHE_MIN = 24
 _CACHE_MAX_LEN = 1 << 16
 _CACHE_ENTRIES = 1024
+#: long strings whose redaction is remembered by identity (see Redactor.text)
+_LONG_ENTRIES = 64
 #: a name/value record's or pair's name must look like a key or header name
 _NAME_LIKE = re.compile(r"[\w.\-]{1,64}")
 
@@ -273,7 +275,7 @@ class Redactor:
     :param keys: the compiled key patterns (:func:`compile_redact`).
     """
 
-    __slots__ = ("_cache", "_names", "key_cache", "keys")
+    __slots__ = ("_cache", "_long", "_names", "key_cache", "keys")
 
     def __init__(self, keys: re.Pattern[str]) -> None:
         self.keys = keys
@@ -282,6 +284,11 @@ class Redactor:
         #: mappings repeat the same few keys at every step)
         self.key_cache: dict[str, tuple[str, bool]] = {}
         self._cache: dict[str, str] = {}
+        # (id, length, hash) of a long string -> its redacted form, None when it is unchanged:
+        # a long value that stays in the state (a document, an image's base64) is scanned once,
+        # not at every step. A string is immutable, so its id, length and (cached) hash name its
+        # content while it lives; no reference to it is kept.
+        self._long: dict[tuple[int, int, int], str | None] = {}
 
     # -- by key --
 
@@ -355,7 +362,18 @@ class Redactor:
         size = len(text)
         if size < _MIN_TEXT:
             return text
-        if size < _CACHE_MIN or size > _CACHE_MAX_LEN:
+        if size > _CACHE_MAX_LEN and type(text) is str:
+            ident = (id(text), size, hash(text))
+            long = self._long
+            if ident in long:
+                found_long = long[ident]
+                return text if found_long is None else found_long
+            scanned = self._scan(text)
+            if len(long) >= _LONG_ENTRIES:
+                self._long = long = {}
+            long[ident] = None if scanned is text else scanned
+            return scanned
+        if size < _CACHE_MIN:
             return self._scan(text)
         cache = self._cache
         found = cache.get(text)

@@ -94,6 +94,9 @@ INLINE_MAX = 64
 FANOUT = 16
 #: blobs at least this big are compressed when that saves space
 COMPRESS_MIN = 2048
+#: strings at least this long are remembered by identity by a store's packers (see Packer)
+LONG_MIN = 4096
+_LONG_ENTRIES = 256
 
 _MAX_DEPTH = 200
 _BYTES_KEY = "__bytes__"
@@ -540,7 +543,11 @@ def flat_column(encoder: Encoder, value: Any) -> str | None:
     for key, item in value.items():
         kind = type(item)
         if type(key) is not str or not (
-            kind is int or kind is str or kind is float or kind is bool or item is None
+            kind is int
+            or kind is float
+            or kind is bool
+            or item is None
+            or (kind is str and len(item) <= INLINE_MAX)
         ):
             return None
         if rules is not None and (
@@ -567,12 +574,24 @@ class Packer:
     change while it is in use (a store uses one packer per batch, on values it made itself).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        long_keys: dict[tuple[int, int, int], str] | None = None,
+        known: Mapping[str, Any] | None = None,
+    ) -> None:
         #: key -> uncompressed blob, for every blob an entry made so far refers to
         self.blobs: dict[str, bytes] = {}
+        #: key -> string, for the blobs of long strings met before and stored already, whose
+        #: blob is not in :attr:`blobs` (see ``long_keys``)
+        self.reused: dict[str, str] = {}
         # id -> (container, entry, size): plain containers shared between values (as the
         # encoder shares them) are packed once
         self._memo: dict[int, tuple[Any, Any, int]] = {}
+        # (id, length, hash) of a long string -> its blob key, across packers (a store's):
+        # a long value that stays in the state is dumped and hashed once, not at every step;
+        # ``known`` holds the keys the store has written
+        self._long = long_keys
+        self._known = known
 
     def column(self, plain: Any) -> str | None:
         """The text a table column holds for ``plain``: its entry as JSON, ``None`` for None.
@@ -584,6 +603,10 @@ class Packer:
             return None
         entry, _ = self._put(plain)
         return to_json(entry)
+
+    def reused_blob(self, key: str) -> bytes:
+        """The uncompressed blob of a long string in :attr:`reused`, made again."""
+        return b"v" + _dumps(self.reused[key]).encode("utf-8", "surrogatepass")
 
     def _blob(self, tag: bytes, text: str) -> str:
         data = tag + text.encode("utf-8", "surrogatepass")
@@ -598,7 +621,22 @@ class Packer:
             size = len(value) + 2
             if size <= INLINE_MAX:
                 return [value], size
-            return self._blob(b"v", _dumps(value)), size
+            long = self._long
+            if long is None or size < LONG_MIN:
+                return self._blob(b"v", _dumps(value)), size
+            ident = (id(value), size, hash(value))
+            key = long.get(ident)
+            if key is not None:
+                if key in self.blobs:  # met earlier in this batch
+                    return key, size
+                if self._known is not None and key in self._known:
+                    self.reused[key] = value
+                    return key, size
+            key = self._blob(b"v", _dumps(value))
+            if len(long) >= _LONG_ENTRIES:
+                long.clear()
+            long[ident] = key
+            return key, size
         if kind is dict or kind is list:
             seen = self._memo.get(id(value))
             if seen is not None and seen[0] is value:

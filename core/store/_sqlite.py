@@ -309,6 +309,8 @@ class SQLiteStore(Store):
         # blob keys this store committed, so that unchanged values are not offered again; void
         # when another connection prunes (the prune generation in meta changes)
         self._known: dict[str, None] = {}
+        #: the blob keys of long strings met before (see Packer)
+        self._long_keys: dict[tuple[int, int, int], str] = {}
         self._known_generation: str | None = None
         self._warned: set[str] = set()
         self._check_file(create and not readonly)
@@ -688,7 +690,7 @@ class SQLiteStore(Store):
             return
         # Serialize before taking the write lock, so that other writers wait only for SQL.
         encoder = Encoder(self._redact)
-        packer = Packer()
+        packer = Packer(self._long_keys, self._known)
         started_rows = [self._run_params(run, encoder, packer) for run in runs]
         step_rows: dict[str, list[tuple[Any, ...]]] = {}
         for step in steps:
@@ -706,10 +708,12 @@ class SQLiteStore(Store):
                     self._known.clear()
                     self._known_generation = generation
                 offered = [key for key in packer.blobs if key not in self._known]
-            conn.executemany(
-                "INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)",
-                [(key, stored.get(key) or compress(packer.blobs[key])) for key in offered],
-            )
+                # long strings taken as stored already: after a prune, maybe not any more
+                again = [key for key in packer.reused if key not in self._known]
+            rows = [(key, stored.get(key) or compress(packer.blobs[key])) for key in offered]
+            rows += [(key, compress(packer.reused_blob(key))) for key in again]
+            conn.executemany("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", rows)
+            offered += again
             conn.executemany(_STARTED, started_rows)
             for run_id, rows in step_rows.items():
                 added = conn.executemany(

@@ -128,3 +128,50 @@ def test_a_small_change_deep_in_a_big_state_stores_only_the_change(
     assert blob_bytes(db) - before < 3000  # the new value and the nodes above it
     assert store.get_state(rid, 2)["section7"]["field3"] == "changed " * 20
     assert store.get_state(rid, 1)["section7"]["field3"] == "value 7/3 " * 10
+
+
+def test_a_long_value_that_stays_in_the_state_is_encoded_once(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import flowdbg._redact as redact_module
+    from flowdbg.store import _encode
+
+    doc = "a long document " * 40_000  # 640 kB: scanned for secrets and dumped once
+    dumped: list[int] = []
+    scanned: list[int] = []
+    real_dumps, real_scan = _encode._dumps, redact_module.Redactor._scan
+
+    def counting_dumps(value: Any) -> str:
+        if value is doc:
+            dumped.append(1)
+        return real_dumps(value)
+
+    def counting_scan(self: Any, text: str) -> str:
+        if text is doc:
+            scanned.append(1)
+        return real_scan(self, text)
+
+    monkeypatch.setattr(_encode, "_dumps", counting_dumps)
+    monkeypatch.setattr(redact_module.Redactor, "_scan", counting_scan)
+    with SQLiteStore(tmp_path / "f.db") as store:
+        rid = run_id(1)
+        store.write_batch(runs=[run(1)])
+        for batch in range(3):  # three batches of ten steps, each holding the document
+            steps = [
+                StepRecord(
+                    run_id=rid,
+                    step=batch * 10 + n,
+                    node="n",
+                    kind="node",
+                    path=(),
+                    started_at=T0,
+                    ended_at=T0 + 1,
+                    status="completed",
+                    input={"doc": doc, "i": n},
+                    state={"doc": doc, "i": n + 1},
+                )
+                for n in range(1, 11)
+            ]
+            store.write_batch(steps=steps)
+        assert store.get_state(rid, step=25) == {"doc": doc, "i": 6}
+    assert dumped == [1] and scanned == [1]

@@ -169,3 +169,19 @@ def test_a_value_pruned_by_another_connection_is_stored_again(db: Path) -> None:
             runs=[run(2, status="completed")], steps=[step(run_id(2), 1, state={"d": doc})]
         )
         assert writer.get_state(run_id(2)) == {"d": doc}
+
+
+def test_a_long_value_taken_as_stored_is_stored_again_after_a_prune(db: Path) -> None:
+    """A long string met before is not dumped again (its blob is remembered by identity);
+    once a prune removed the blob, the next write stores it again."""
+    doc = os.urandom(6_000).hex()  # long enough to be remembered by identity
+    with SQLiteStore(db) as writer, SQLiteStore(db) as pruner:
+        writer.write_batch(
+            runs=[run(1, status="completed")], steps=[step(run_id(1), 1, state={"d": doc})]
+        )
+        assert pruner.prune(keep=0) == 1
+        assert blob_count(db) == 0
+        writer.write_batch(
+            runs=[run(2, status="completed")], steps=[step(run_id(2), 1, state={"d": doc})]
+        )
+        assert writer.get_state(run_id(2)) == {"d": doc}

@@ -96,6 +96,9 @@ FANOUT = 16
 COMPRESS_MIN = 2048
 #: strings at least this long are remembered by identity by a store's packers (see Packer)
 LONG_MIN = 4096
+#: strings at least this long are hashed and compressed piece by piece (see Packer)
+STREAM_MIN = 1 << 20
+_PIECE = 1 << 18
 _LONG_ENTRIES = 256
 
 _MAX_DEPTH = 200
@@ -584,6 +587,9 @@ class Packer:
         #: key -> string, for the blobs of long strings met before and stored already, whose
         #: blob is not in :attr:`blobs` (see ``long_keys``)
         self.reused: dict[str, str] = {}
+        #: key -> the blob as stored (compressed), for very long strings: made piece by piece,
+        #: so that no uncompressed copy of the whole value is ever held (see _stream_blob)
+        self.ready: dict[str, bytes] = {}
         # id -> (container, entry, size): plain containers shared between values (as the
         # encoder shares them) are packed once
         self._memo: dict[int, tuple[Any, Any, int]] = {}
@@ -608,6 +614,28 @@ class Packer:
         """The uncompressed blob of a long string in :attr:`reused`, made again."""
         return b"v" + _dumps(self.reused[key]).encode("utf-8", "surrogatepass")
 
+    def _stream_blob(self, value: str) -> str:
+        """The key of the ``v`` blob of a very long string, its stored form in :attr:`ready`:
+        hashed and compressed a piece at a time (JSON escapes one character at a time, so the
+        pieces' JSON joins into the whole string's)."""
+        hasher = hashlib.blake2b(digest_size=16)
+        squeeze = zlib.compressobj(6)
+        parts: list[bytes] = []
+        total = 0
+        for piece in _json_pieces(value):
+            hasher.update(piece)
+            parts.append(squeeze.compress(piece))
+            total += len(piece)
+        parts.append(squeeze.flush())
+        key = base64.urlsafe_b64encode(hasher.digest())[:22].decode("ascii")
+        if key not in self.ready and key not in self.blobs:
+            packed = b"".join(parts)
+            if len(packed) + 1 < total * 0.9:
+                self.ready[key] = b"z" + packed
+            else:  # not worth compressing (text that is random already): stored as it is
+                self.blobs[key] = b"".join(_json_pieces(value))
+        return key
+
     def _blob(self, tag: bytes, text: str) -> str:
         data = tag + text.encode("utf-8", "surrogatepass")
         key = _key_of(data)
@@ -627,12 +655,15 @@ class Packer:
             ident = (id(value), size, hash(value))
             key = long.get(ident)
             if key is not None:
-                if key in self.blobs:  # met earlier in this batch
+                if key in self.blobs or key in self.ready:  # met earlier in this batch
                     return key, size
                 if self._known is not None and key in self._known:
                     self.reused[key] = value
                     return key, size
-            key = self._blob(b"v", _dumps(value))
+            if size >= STREAM_MIN:
+                key = self._stream_blob(value)
+            else:
+                key = self._blob(b"v", _dumps(value))
             if len(long) >= _LONG_ENTRIES:
                 long.clear()
             long[ident] = key
@@ -681,6 +712,15 @@ class Packer:
         while len(keys) > 1:
             keys = [self._blob(interior, _dumps(chunk)) for chunk in _chunks(keys)]
         return keys[0]
+
+
+def _json_pieces(value: str) -> Iterator[bytes]:
+    """The ``v`` blob of a string, as pieces of bytes: the tag, then its JSON text."""
+    yield b"v"
+    yield b'"'
+    for start in range(0, len(value), _PIECE):
+        yield _dumps(value[start : start + _PIECE])[1:-1].encode("utf-8", "surrogatepass")
+    yield b'"'
 
 
 def _chunks(items: list[Any]) -> Iterator[list[Any]]:

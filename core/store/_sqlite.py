@@ -699,6 +699,7 @@ class SQLiteStore(Store):
         with self._lock:
             fresh = [key for key in packer.blobs if key not in self._known]
         stored = {key: compress(packer.blobs[key]) for key in fresh}
+        stored.update(packer.ready)  # made in their stored form
         with self._write() as conn:
             generation = conn.execute(
                 "SELECT value FROM meta WHERE key = 'prune_generation'"
@@ -708,6 +709,7 @@ class SQLiteStore(Store):
                     self._known.clear()
                     self._known_generation = generation
                 offered = [key for key in packer.blobs if key not in self._known]
+                offered += [key for key in packer.ready if key not in self._known]
                 # long strings taken as stored already: after a prune, maybe not any more
                 again = [key for key in packer.reused if key not in self._known]
             rows = [(key, stored.get(key) or compress(packer.blobs[key])) for key in offered]

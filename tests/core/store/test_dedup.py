@@ -175,3 +175,34 @@ def test_a_long_value_that_stays_in_the_state_is_encoded_once(
             store.write_batch(steps=steps)
         assert store.get_state(rid, step=25) == {"doc": doc, "i": 6}
     assert dumped == [1] and scanned == [1]
+
+
+def test_a_very_long_string_is_stored_piece_by_piece_and_reads_back(tmp_path: Path) -> None:
+    import random
+
+    from flowdbg.store import _encode
+
+    rng = random.Random(7)
+    alphabet = 'ab"\\\n\t\x00é€😀\u2028 '  # escapes, multi-byte and astral characters
+    text = "".join(rng.choice(alphabet) for _ in range(_encode.STREAM_MIN + 12_345))
+    assert b"".join(_encode._json_pieces(text)) == b"v" + _encode._dumps(text).encode()
+    with SQLiteStore(tmp_path / "long.db") as store:
+        rid = run_id(1)
+        store.write_batch(runs=[run(1)])
+        steps = [
+            StepRecord(
+                run_id=rid,
+                step=n,
+                node="n",
+                kind="node",
+                path=(),
+                started_at=T0,
+                ended_at=T0 + 1,
+                status="completed",
+                state={"text": text, "n": n},
+            )
+            for n in (1, 2)
+        ]
+        store.write_batch(steps=steps)
+        assert store.get_state(rid, step=1) == {"text": text, "n": 1}
+        assert store.get_state(rid, step=2) == {"text": text, "n": 2}

@@ -36,7 +36,7 @@ from flowdbg.errors import (
 from flowdbg.events import Event, Kind, Position, RunInfo
 from flowdbg.patching import LOCK
 from flowdbg.plugins import RECORDER, Hooks, make_plugin_manager
-from flowdbg.recorder import Recorder, run_record, step_record
+from flowdbg.recorder import OVERFLOW, Recorder, run_record, step_record
 from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
 
@@ -176,8 +176,15 @@ class Debugger:
         ``None``) with one logged warning.
     :param redact: key patterns whose values are replaced by ``[REDACTED]`` in the recording;
         ``None`` uses the default list (api_key, token, secret, password, authorization...).
+    :param record_queue: finished steps waiting for the store's writer thread at most
+        (200,000 by default); then ``record_overflow`` applies.
+    :param record_overflow: ``"wait"`` (the default): the thread that finished a step waits
+        until the writer has written a quarter of the queue, so a run that outruns the writer
+        slows down for a moment and no step is lost; ``"drop"``: new steps are dropped (counted
+        in ``dbg.recorder.dropped``, one warning), and the run never waits.
     :raises flowdbg.store.StoreError: when recording is on and the database given as ``db``
         cannot be used.
+    :raises ValueError: for an unknown ``record_overflow`` or a ``record_queue`` below 1.
     """
 
     def __init__(
@@ -189,9 +196,18 @@ class Debugger:
         record: bool | None = None,
         db: str | os.PathLike[str] | None = None,
         redact: Iterable[str] | None = None,
+        record_queue: int = 200_000,
+        record_overflow: str = "wait",
     ) -> None:
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
+        if record_overflow not in OVERFLOW:
+            raise ValueError(
+                f"record_overflow must be one of {', '.join(map(repr, OVERFLOW))}, not "
+                f"{record_overflow!r}"
+            )
+        if isinstance(record_queue, bool) or not isinstance(record_queue, int) or record_queue < 1:
+            raise ValueError(f"record_queue must be a positive int, got {record_queue!r}")
         self._pm, entry_points = make_plugin_manager(plugins)
         self._hooks = Hooks(self._pm, self)
         self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
@@ -208,11 +224,17 @@ class Debugger:
                 db, redact=DEFAULT_REDACT if redact is None else tuple(redact)
             )
             if store is not None:  # None: the default database cannot be used (logged once)
-                self._recorder = Recorder(store)
+                self._recorder = Recorder(store, max_queue=record_queue, overflow=record_overflow)
                 self._pm.register(self._recorder, name=RECORDER)
                 self._hooks.refresh()
 
     # ------------------------------------------------------------- recording
+
+    @property
+    def recorder(self) -> Recorder | None:
+        """The recorder writing runs to :attr:`store` (its ``dropped`` and ``waits`` counts),
+        or ``None`` when recording is off."""
+        return self._recorder
 
     @property
     def store(self) -> Store | None:

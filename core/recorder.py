@@ -3,9 +3,11 @@
 It is a plugin like any other, observing ``flowdbg_on_run_start``, ``flowdbg_on_step`` and
 ``flowdbg_on_run_end``. The debugged program only appends to a queue (a few hundred nanoseconds
 per unit); a writer thread turns the queued units into :class:`~flowdbg.records.StepRecord` s
-and writes them in batches, one transaction each. The queue is
-bounded: when the writer cannot keep up, new steps are dropped and counted rather than slowing
-or blocking the run (a warning says so once). At interpreter exit the queue is flushed.
+and writes them in batches, one transaction each. The queue is bounded; when the writer falls
+that far behind, the overflow policy decides: ``"wait"`` (the default) holds the thread that
+finished the step until the writer has caught up by a quarter of the queue, so the run slows
+down for a moment and no step is lost; ``"drop"`` drops new steps instead, counts them and
+warns once, so the run is never slowed. At interpreter exit the queue is flushed.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
     from flowdbg.store import Store
 
-__all__ = ["Recorder", "run_record", "step_record"]
+__all__ = ["OVERFLOW", "Recorder", "run_record", "step_record"]
+
+#: the overflow policies of a recorder whose writer falls :attr:`Recorder.max_queue` behind
+OVERFLOW = ("wait", "drop")
 
 log = logging.getLogger("flowdbg.recorder")
 
@@ -98,7 +103,10 @@ class Recorder:
     :param store: where to write.
     :param batch_size: most steps per transaction.
     :param interval: seconds the writer waits for more before writing a partial batch.
-    :param max_queue: queued steps beyond which new steps are dropped (and counted).
+    :param max_queue: queued steps at which the overflow policy applies.
+    :param overflow: ``"wait"``: the thread finishing a step waits until the writer has room
+        (nothing is lost); ``"drop"``: new steps are dropped and counted (the run never waits).
+    :raises ValueError: for another ``overflow`` or a ``max_queue`` below 1.
     """
 
     def __init__(
@@ -108,13 +116,23 @@ class Recorder:
         batch_size: int = 500,
         interval: float = 0.05,
         max_queue: int = 200_000,
+        overflow: str = "wait",
     ) -> None:
+        if overflow not in OVERFLOW:
+            raise ValueError(
+                f"overflow must be one of {', '.join(map(repr, OVERFLOW))}, not {overflow!r}"
+            )
+        if max_queue < 1:
+            raise ValueError(f"max_queue must be at least 1, not {max_queue!r}")
         self.store = store
         self.batch_size = batch_size
         self.interval = interval
         self.max_queue = max_queue
-        #: steps dropped because the queue was full
+        self.overflow = overflow
+        #: steps dropped because the queue was full (overflow "drop")
         self.dropped = 0
+        #: times a step waited for the writer (overflow "wait")
+        self.waits = 0
         self._queue: collections.deque[tuple[str, Any]] = collections.deque()
         self._wake = threading.Event()
         self._cond = threading.Condition()
@@ -136,15 +154,40 @@ class Recorder:
     @hookimpl
     def flowdbg_on_step(self, unit: Unit) -> None:
         if len(self._queue) >= self.max_queue:
-            self.dropped += 1
-            if self.dropped == 1:
-                log.warning(
-                    "flowdbg's recorder is %d steps behind; dropping steps until it catches up "
-                    "(the run is not slowed down)",
-                    self.max_queue,
-                )
-            return
+            if self.overflow == "wait":
+                self._wait_for_room()
+            else:
+                self.dropped += 1
+                if self.dropped == 1:
+                    log.warning(
+                        "flowdbg's recorder is %d steps behind; dropping steps until it catches "
+                        "up (record_overflow='drop': the run is not slowed down)",
+                        self.max_queue,
+                    )
+                return
         self._put("step", unit)
+
+    def _wait_for_room(self) -> None:
+        """Hold the calling thread until the writer has written a quarter of the queue (or
+        stopped: a closed recorder, a writer that died)."""
+        self.waits += 1
+        if self.waits == 1:
+            log.info(
+                "flowdbg's recorder is %d steps behind; runs wait for it to catch up "
+                "(record_overflow='drop' drops steps instead)",
+                self.max_queue,
+            )
+        room = self.max_queue - max(1, self.max_queue // 4)
+        if self._thread is None:
+            self._start()
+        self._wake.set()
+        with self._cond:
+            while len(self._queue) > room and not self._closed:
+                thread = self._thread
+                if thread is None or not thread.is_alive():
+                    return
+                self._cond.wait(0.05)
+                self._wake.set()
 
     @hookimpl
     def flowdbg_on_stop(self, stop: Stop) -> None:

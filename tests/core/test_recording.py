@@ -28,7 +28,7 @@ def loop_graph(n: int = 5) -> Any:
     g.set_entry_point("inc")
     g.add_conditional_edges("inc", lambda s: "inc" if s["count"] < n else "done")
     g.add_edge("done", END)
-    return g.compile()
+    return g.compile(step_limit=max(25, n + 2))
 
 
 def test_every_step_is_recorded_with_state(tmp_path: Path) -> None:
@@ -208,3 +208,64 @@ def test_a_step_held_at_a_stop_is_recorded_as_running(tmp_path: Path) -> None:
             ("b", "completed", {"x": 20}),
         ]
         assert dbg.store.get_run(held.run_id).step_count == 2  # replaced, not counted twice
+
+
+# -- a run that outruns the writer ---------------------------------------------------------------
+
+
+def _slow_writes(dbg: flowdbg.Debugger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the store's writer slower than the run, so the queue fills up."""
+    store = dbg.store
+    assert store is not None
+    write = store.write_batch
+
+    def slow_write(**batch: Any) -> None:
+        time.sleep(0.002)
+        write(**batch)
+
+    monkeypatch.setattr(store, "write_batch", slow_write)
+
+
+def test_a_run_outrunning_the_writer_waits_and_loses_no_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db", record_queue=50)
+    recorder = dbg.recorder
+    assert recorder is not None
+    recorder.batch_size = 10  # the writer takes small bites: it falls behind at once
+    _slow_writes(dbg, monkeypatch)
+    app = dbg.attach(loop_graph(400))
+    for _ in range(3):
+        assert app.invoke({"count": 0}) == {"count": 400, "finished": True}
+    assert dbg.flush(T)
+    assert recorder.waits > 0 and recorder.dropped == 0
+    store = dbg.store
+    assert store is not None
+    runs = store.list_runs()
+    assert [r.step_count for r in runs] == [401, 401, 401]  # every step of every run
+
+
+def test_the_drop_policy_never_waits_and_counts_what_it_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db", record_queue=50, record_overflow="drop")
+    recorder = dbg.recorder
+    assert recorder is not None
+    recorder.batch_size = 10
+    _slow_writes(dbg, monkeypatch)
+    app = dbg.attach(loop_graph(400))
+    with caplog.at_level(logging.WARNING, logger="flowdbg.recorder"):
+        assert app.invoke({"count": 0}) == {"count": 400, "finished": True}
+    assert dbg.flush(T)
+    assert recorder.dropped > 0 and recorder.waits == 0
+    store = dbg.store
+    assert store is not None
+    assert store.list_runs()[0].step_count == 401 - recorder.dropped
+    assert "record_overflow='drop'" in caplog.text
+
+
+def test_an_unknown_overflow_policy_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"record_overflow must be one of 'wait', 'drop'"):
+        flowdbg.Debugger(db=tmp_path / "r.db", record_overflow="block")
+    with pytest.raises(ValueError, match="record_queue must be a positive int"):
+        flowdbg.Debugger(db=tmp_path / "r.db", record_queue=0)

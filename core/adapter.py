@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import importlib.metadata
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +75,8 @@ def _version_problem(req: Requirement, have: str) -> str | None:
 def _unmet(req: Requirement) -> str | None:
     """Why ``req`` is not met here, as the words in the parentheses of
     ``needs REQ (...)``, or ``None`` when it is met."""
+    import importlib.metadata  # (not at import: it costs 10 ms)
+
     try:
         dist = importlib.metadata.distribution(req.name)
     except importlib.metadata.PackageNotFoundError:
@@ -422,6 +423,8 @@ class Adapter(abc.ABC):
 
     def framework_version(self) -> str | None:
         """Installed version of the framework's first required distribution, if any."""
+        import importlib.metadata  # (not at import: it costs 10 ms)
+
         if not self.requires:
             return None
         try:

@@ -246,3 +246,22 @@ def test_the_worked_adapter_of_the_plugin_guide_works(tmp_path: Path) -> None:
         assert len(runs) == 3 and {r.framework for r in runs} == {"pipeline"}
         dbg.detach(app)
         assert "run" not in vars(app)
+
+
+def test_importing_flowdbg_and_its_command_line_stays_light() -> None:
+    """``import flowdbg`` imports its parts on first use, and the command line imports rich
+    and pydantic only when it prints or validates: ``flowdbg --help`` stays fast."""
+    import subprocess
+    import sys
+
+    heavy = ("rich", "pydantic", "asyncio", "importlib.metadata", "flowdbg.debugger")
+    code = "import sys, {module}; print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    for module, allowed in (("flowdbg", ()), ("flowdbg.cli", ())):
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(module=module, heavy=heavy)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        loaded = [name for name in out.split(",") if name and name not in allowed]
+        assert loaded == [], f"import {module} loads {loaded}"

@@ -8,11 +8,12 @@ import os
 import pprint
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.text import Text
-from rich.tree import Tree
+if TYPE_CHECKING:  # rich is imported when something is printed: --help stays fast
+    from rich.console import Console
+    from rich.text import Text
+    from rich.tree import Tree
 
 from flowdbg._json import jsonable
 from flowdbg._redact import redact, redact_text
@@ -52,6 +53,8 @@ def make_console(*, stderr: bool = False) -> Console:
             tty = False
         if not tty:
             width = 120
+    from rich.console import Console
+
     return Console(
         stderr=stderr, width=width, highlight=False, markup=False, emoji=False, soft_wrap=False
     )
@@ -69,10 +72,14 @@ class Out:
 
     def line(self, text: str = "", style: str | None = None) -> None:
         """Print one line as is (never wrapped or interpreted as markup), secrets redacted."""
+        from rich.text import Text
+
         self.console.print(Text(redact_text(text), style=style or ""), soft_wrap=True)
 
     def show(self, renderable: Any) -> None:
         """Print a rich renderable (a tree, a :class:`~rich.text.Text`: never wrapped)."""
+        from rich.text import Text
+
         self.console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
     def block(self, text: str, indent: str = "") -> None:
@@ -153,6 +160,8 @@ def text_table(
 
     Cells may be :class:`~rich.text.Text` to carry a style (a coloured status).
     """
+    from rich.text import Text
+
     body = [[c if isinstance(c, Text) else Text(str(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in body:
@@ -298,6 +307,9 @@ def neighbourhood(description: Mapping[str, Any], node: str) -> tuple[list[str],
 def graph_tree(description: Mapping[str, Any], title: str | None = None) -> Tree:
     """A tree of a graph description: entry, nodes (subgraphs nested), edges, conditional
     edges."""
+    from rich.text import Text
+    from rich.tree import Tree
+
     tree = Tree(Text(title or f"graph {description.get('name', '?')!r}", style="bold"))
     _fill(tree, description)
     return tree

@@ -8,7 +8,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.text import Text
+
+if TYPE_CHECKING:  # rich is imported when something is printed: --help stays fast
+    from rich.text import Text
 
 from flowdbg._paths import get_path
 from flowdbg._values import summarize
@@ -161,6 +163,8 @@ def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
 
 
 def _status(status: str) -> Text:
+    from rich.text import Text
+
     return Text(status, style=_STATUS_STYLE.get(status, ""))
 
 
@@ -441,6 +445,8 @@ def runs_steps(run_id: str, node: str | None, db: str | None, as_json: bool) -> 
         out = Out()
         if not steps:
             out.line(f"run {short_id(run.run_id)} has no recorded steps")
+        from rich.text import Text
+
         for step in steps:
             where = "/".join((*step.path, step.node))
             head = Text(f"step {step.step}  {where}  {step.kind}  ", style="bold")
@@ -564,6 +570,8 @@ def runs_diff(
             )  # fmt: skip
         out.show(text_table(["", "run", "name", "status", "duration", "steps"], runs, right=[4, 5]))
         out.line("")
+        from rich.text import Text
+
         rows: list[list[str | Text]] = []
         for node in nodes:
             changed = node["status_changed"]

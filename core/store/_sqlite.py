@@ -19,7 +19,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -717,25 +717,42 @@ class SQLiteStore(Store):
             conn.executemany("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", rows)
             offered += again
             conn.executemany(_STARTED, started_rows)
-            for run_id, rows in step_rows.items():
-                added = conn.executemany(
-                    f"INSERT OR IGNORE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})", rows
-                ).rowcount
-                if added < len(rows):  # some were written before: write them again
-                    conn.executemany(
-                        f"INSERT OR REPLACE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})",
-                        rows,
-                    )
-                if added:
-                    conn.execute(
-                        "UPDATE runs SET step_count = step_count + ? WHERE id = ?", (added, run_id)
-                    )
+            if step_rows:
+                self._insert_steps(conn, step_rows)
             conn.executemany(_ENDED, ended_rows)
         with self._lock:
             if generation == self._known_generation:
                 if len(self._known) + len(offered) > _KNOWN_MAX:
                     self._known.clear()
                 self._known.update(dict.fromkeys(offered))
+
+    @staticmethod
+    def _insert_steps(
+        conn: sqlite3.Connection, step_rows: Mapping[str, list[tuple[Any, ...]]]
+    ) -> None:
+        """Insert the steps of a batch with one statement, and count them in their runs.
+
+        A step written before (recorded as running while held at a stop, or by a writer that
+        crashed mid-batch) makes the insert skip rows: the batch is then written again over
+        what is there, and the runs' step counts are counted afresh."""
+        rows = [row for run_rows in step_rows.values() for row in run_rows]
+        added = conn.executemany(
+            f"INSERT OR IGNORE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})", rows
+        ).rowcount
+        if added == len(rows):
+            conn.executemany(
+                "UPDATE runs SET step_count = step_count + ? WHERE id = ?",
+                [(len(run_rows), run_id) for run_id, run_rows in step_rows.items()],
+            )
+            return
+        conn.executemany(
+            f"INSERT OR REPLACE INTO steps ({_STEP_COLUMNS}) VALUES ({_STEP_PARAMS})", rows
+        )
+        conn.executemany(
+            "UPDATE runs SET step_count = (SELECT count(*) FROM steps WHERE run_id = ?) "
+            "WHERE id = ?",
+            [(run_id, run_id) for run_id in step_rows],
+        )
 
     # -- reading values --
 

@@ -272,3 +272,11 @@ def test_values_come_back_as_fresh_plain_objects(store: SQLiteStore) -> None:
     state["a"]["k"].append(3)
     assert state["b"] == {"k": [1, 2]}
     assert json.loads(json.dumps(state)) == state
+
+
+def test_a_batch_rewriting_one_step_counts_the_steps_of_every_run(store: SQLiteStore) -> None:
+    a, b = run_id(1), run_id(2)
+    store.write_batch(runs=[run(1), run(2)], steps=[step(a, 1, status="running", ended_at=None)])
+    store.write_batch(steps=[step(a, 1), *counting_steps(b, 3), step(a, 2)])
+    assert store.get_run(a).step_count == 2 and store.get_run(b).step_count == 3
+    assert [s.status for s in store.get_steps(a)] == ["completed", "completed"]

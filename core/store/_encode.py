@@ -589,7 +589,7 @@ class Packer:
         self.reused: dict[str, str] = {}
         #: key -> the blob as stored (compressed), for very long strings: made piece by piece,
         #: so that no uncompressed copy of the whole value is ever held (see _stream_blob)
-        self.ready: dict[str, bytes] = {}
+        self.ready: dict[str, bytes | bytearray] = {}
         # id -> (container, entry, size): plain containers shared between values (as the
         # encoder shares them) are packed once
         self._memo: dict[int, tuple[Any, Any, int]] = {}
@@ -620,19 +620,19 @@ class Packer:
         pieces' JSON joins into the whole string's)."""
         hasher = hashlib.blake2b(digest_size=16)
         squeeze = zlib.compressobj(6)
-        parts: list[bytes] = []
+        packed = bytearray(b"z")  # grown in place: no second copy of the compressed value
         total = 0
         for piece in _json_pieces(value):
             hasher.update(piece)
-            parts.append(squeeze.compress(piece))
+            packed += squeeze.compress(piece)
             total += len(piece)
-        parts.append(squeeze.flush())
+        packed += squeeze.flush()
         key = base64.urlsafe_b64encode(hasher.digest())[:22].decode("ascii")
         if key not in self.ready and key not in self.blobs:
-            packed = b"".join(parts)
-            if len(packed) + 1 < total * 0.9:
-                self.ready[key] = b"z" + packed
+            if len(packed) < total * 0.9:
+                self.ready[key] = packed  # (SQLite takes any buffer)
             else:  # not worth compressing (text that is random already): stored as it is
+                del packed
                 self.blobs[key] = b"".join(_json_pieces(value))
         return key
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from flowdbg._redact import redactor
+from flowdbg._redact import _MIN_TEXT, redactor
 from flowdbg.events import ErrorInfo
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.store._base import DiffRow, Store
@@ -48,6 +48,9 @@ __all__ = ["DB_SCHEMA_VERSION", "SQLiteStore"]
 log = logging.getLogger("flowdbg.store")
 
 _HOST = socket.gethostname()
+#: small flat dicts whose columns a store remembers (see SQLiteStore._encode)
+_FLAT_CACHED_KEYS = 8
+_FLAT_CACHE = 4096
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT = 30.0
 _MIN_PREFIX = 4
@@ -211,6 +214,18 @@ def _text(value: str | None) -> str | None:
     return value
 
 
+class _Where:
+    """Where a step's value comes from, for a warning; made into text only when one is due."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, step: StepRecord) -> None:
+        self.step = step
+
+    def __str__(self) -> str:
+        return f"at step {self.step.step} of run {self.step.run_id}"
+
+
 def _error_columns(error: ErrorInfo | None, keys: re.Pattern[str] | None) -> tuple[str | None, ...]:
     if error is None:
         return (None, None, None, None)
@@ -311,6 +326,8 @@ class SQLiteStore(Store):
         self._known: dict[str, None] = {}
         #: the blob keys of long strings met before (see Packer)
         self._long_keys: dict[tuple[int, int, int], str] = {}
+        #: the columns of small flat dicts met before, by content (see _encode)
+        self._flat: dict[tuple[Any, ...], str] = {}
         self._known_generation: str | None = None
         self._warned: set[str] = set()
         self._check_file(create and not readonly)
@@ -592,16 +609,35 @@ class SQLiteStore(Store):
     # -- writing --
 
     def _encode(
-        self, encoder: Encoder, packer: Packer, value: Any, where: str
+        self, encoder: Encoder, packer: Packer, value: Any, where: str | _Where
     ) -> tuple[str | None, bool]:
         if value is None:
             return None, False
+        if type(value) is dict and len(value) <= _FLAT_CACHED_KEYS:
+            # A small dict of scalars met before (a step's input is the state after the step
+            # before it) has its column remembered, by content: its items with their types
+            # (True and 1 are equal; a float is left out, -0.0 being equal to 0.0)
+            items = [(key, item.__class__, item) for key, item in value.items()]
+            if not any(kind is float for _, kind, _ in items):
+                try:
+                    found = self._flat.get(tuple(items))
+                except TypeError:  # an unhashable item (a list): not a flat dict
+                    found = None
+                else:
+                    if found is not None:
+                        return found, False
+                    column = flat_column(encoder, value)
+                    if column is not None:
+                        if len(self._flat) >= _FLAT_CACHE:
+                            self._flat.clear()
+                        self._flat[tuple(items)] = column
+                        return column, False
         column = flat_column(encoder, value)
         if column is not None:
             return column, False
         plain, partial = encoder.encode(value)
         if partial:
-            self._warn(encoder.failures, where)
+            self._warn(encoder.failures, str(where))
         return packer.column(plain), partial
 
     def _warn(self, types: Iterable[str], where: str) -> None:
@@ -644,17 +680,23 @@ class SQLiteStore(Store):
         }
 
     def _step_params(self, step: StepRecord, encoder: Encoder, packer: Packer) -> tuple[Any, ...]:
-        where = f"at step {step.step} of run {step.run_id}"
+        where = _Where(step)
         input_ref, p1 = self._encode(encoder, packer, step.input, where)
         output_ref, p2 = self._encode(encoder, packer, step.output, where)
         state_ref, p3 = self._encode(encoder, packer, step.state, where)
         decision = None
         p4 = False
-        if step.decision is not None:
-            plain, p4 = encoder.encode(step.decision)
-            if p4:
-                self._warn(encoder.failures, where)
-            decision = to_json(plain)
+        routed = step.decision
+        if routed is not None:
+            if type(routed) is list and all(
+                type(name) is str and len(name) < _MIN_TEXT for name in routed
+            ):  # short node names (too short for a token's shape: nothing to redact)
+                decision = to_json(routed)
+            else:
+                plain, p4 = encoder.encode(routed)
+                if p4:
+                    self._warn(encoder.failures, str(where))
+                decision = to_json(plain)
         duration = None if step.ended_at is None else step.ended_at - step.started_at
         return (
             step.run_id,

@@ -280,3 +280,16 @@ def test_a_batch_rewriting_one_step_counts_the_steps_of_every_run(store: SQLiteS
     store.write_batch(steps=[step(a, 1), *counting_steps(b, 3), step(a, 2)])
     assert store.get_run(a).step_count == 2 and store.get_run(b).step_count == 3
     assert [s.status for s in store.get_steps(a)] == ["completed", "completed"]
+
+
+def test_small_flat_values_met_again_keep_their_types(store: SQLiteStore) -> None:
+    """Columns of small flat dicts are remembered by content: equal values of other types
+    (True and 1, 1 and 1.0, -0.0 and 0.0) keep their own."""
+    rid = run_id(1)
+    states = [{"x": 1}, {"x": True}, {"x": 1.0}, {"x": 0.0}, {"x": -0.0}, {"x": 1}, {"x": True}]
+    store.write_batch(
+        runs=[run(1)], steps=[step(rid, n, state=state) for n, state in enumerate(states, 1)]
+    )
+    got = [store.get_state(rid, step=n) for n in range(1, len(states) + 1)]
+    assert [(s["x"], type(s["x"])) for s in got] == [(s["x"], type(s["x"])) for s in states]
+    assert str(got[4]["x"]) == "-0.0"

@@ -165,6 +165,18 @@ def _lookup(agent: Any) -> tuple[Debugger, Any] | None:
     return None
 
 
+def _thread_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop set for this thread, if any (without making one)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return None
+
+
 def _run_input(input: Any) -> Any:
     from agents import RunState
 
@@ -400,7 +412,17 @@ class OpenAIAgentsAdapter(Adapter):
 
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        result = Runner.run_sync(target, input, **self._kwargs(options))
+        had_loop = _thread_loop() is not None
+        try:
+            result = Runner.run_sync(target, input, **self._kwargs(options))
+        finally:
+            # run_sync leaves the loop it made for this thread open on purpose, for the next
+            # run_sync of the thread (run.py, _run_sync_impl); flowdbg's own run is the only
+            # one of the thread, so its loop is closed rather than left to the collector
+            loop = None if had_loop else _thread_loop()
+            if loop is not None and not loop.is_running():
+                loop.close()
+                asyncio.get_event_loop_policy().set_event_loop(None)
         return result.final_output
 
     async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:

@@ -49,8 +49,11 @@ DEMO = Demo(
 
 def build_agent() -> Any:
     """The agents: ``triage`` hands off to ``refunds``, which calls ``refund`` and answers."""
-    from agents import Agent, function_tool
-    from agents.testing import ScriptedModel, assistant_message, function_call
+    from agents import Agent, function_tool, set_tracing_disabled
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    # the demo is offline: the SDK would otherwise export traces when OPENAI_API_KEY is set
+    set_tracing_disabled(True)
 
     @function_tool
     def refund(order_id: int, amount: int) -> str:
@@ -64,8 +67,6 @@ def build_agent() -> Any:
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         ]
         return [assistant_message(f"Done: {outputs[-1]['output']}.")]
-
-    from agents.testing import ModelStep
 
     refunds = Agent(
         name="refunds",

@@ -56,7 +56,7 @@ def describe(agent: Any) -> dict[str, Any]:
                 {
                     "source": current.name,
                     "router": "model",
-                    "targets": {tool_name: name for tool_name, name in targets},
+                    "targets": {name: name for _, name in targets},
                 }
             )
         handoffs.extend({"from": current.name, "to": name, "tool": t} for t, name in targets)

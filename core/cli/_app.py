@@ -409,10 +409,10 @@ def _set_breakpoints(
                     "the breakpoint waits for a unit of that name"
                 )
             else:
+                listed = f"; tools: {', '.join(tools)}" if tools else ""
                 raise CliError(
                     f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
-                    f"nodes: {', '.join(nodes)}"
-                    + (f"; tools: {', '.join(tools)}" if tools else "")
+                    f"nodes: {', '.join(nodes)}{listed}"
                 )
         add = dbg.break_after if position == "after" else dbg.break_before
         out.line(f"set {add(node).describe()}")

@@ -389,6 +389,11 @@ def _set_breakpoints(
     dbg: Debugger, breaks: Iterable[str], description: Mapping[str, Any], out: Out
 ) -> None:
     nodes = node_names(description)
+    # an agent's tools are units too (-b refund holds before the tool refund)
+    tools = [
+        str(t.get("name")) if isinstance(t, Mapping) else str(t)
+        for t in description.get("tools") or ()
+    ]
     for spec in breaks:
         node, position = split_node(spec.strip())
         if " if " in f" {node} ":
@@ -397,16 +402,17 @@ def _set_breakpoints(
                 "breakpoint at the debugger's prompt: b NODE if EXPR (with --stop-on-entry to "
                 "get a prompt before the first node)"
             )
-        if nodes and not any(fnmatch.fnmatchcase(n, node) for n in nodes):
+        if nodes and not any(fnmatch.fnmatchcase(n, node) for n in [*nodes, *tools]):
             if is_open(description):  # e.g. a @task the description could not list
                 out.line(
                     f"note: {node!r} is none of the known nodes and tasks ({', '.join(nodes)}); "
                     "the breakpoint waits for a unit of that name"
                 )
             else:
+                listed = f"; tools: {', '.join(tools)}" if tools else ""
                 raise CliError(
                     f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
-                    f"nodes: {', '.join(nodes)}"
+                    f"nodes: {', '.join(nodes)}{listed}"
                 )
         add = dbg.break_after if position == "after" else dbg.break_before
         out.line(f"set {add(node).describe()}")
@@ -856,10 +862,13 @@ class DemoName(click.ParamType):
         return "[" + "|".join(adapters_of(ctx).demos()) + "]"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        """``value`` when an adapter offers a demo of that name; else a usage error."""
+        """``value`` when an adapter offers a demo of that name (spelled with ``-`` for ``_``,
+        as its extra is: ``openai-agents``); else a usage error."""
         names = list(adapters_of(ctx).demos())
         if value in names:
             return value
+        if isinstance(value, str) and value.replace("-", "_") in names:
+            return value.replace("-", "_")
         self.fail(f"{value!r} is not one of {', '.join(map(repr, names))}", param, ctx)
 
     def shell_complete(

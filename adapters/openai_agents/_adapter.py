@@ -1,0 +1,442 @@
+"""The OpenAI Agents SDK adapter class (imports nothing of the SDK until an agent is attached).
+
+Runs start from the SDK's static entry points (``Runner.run(agent, ...)``, ``run_sync``,
+``run_streamed``), so attaching an agent does two things:
+
+- it patches ``AgentRunner.run`` and ``AgentRunner.run_streamed`` (through
+  :mod:`flowdbg.patching`, shared and counted; ``Runner.run``/``run_sync``/``run_streamed``
+  delegate to them), so that a run starting at an attached agent passes flowdbg's run hooks and
+  tool error formatter along with the user's own; a run of any other agent goes through
+  untouched;
+- it wraps ``on_invoke_tool`` of the local function tools of the agent, of the agents it hands
+  off to and of the agents it uses as tools (``Agent.as_tool``), so that their calls are units.
+
+Detach puts every wrapped attribute back and lets go of the patches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
+from flowdbg.errors import AdapterError, RunOptionError
+from flowdbg.patching import LOCK, Patch, patch, unpatch
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+
+__all__ = ["OpenAIAgentsAdapter"]
+
+log = logging.getLogger("flowdbg.adapters.openai_agents")
+
+
+def _is_agent(target: Any) -> bool:
+    """Whether ``target`` is an ``agents.Agent``, judged by class names only."""
+    return any(
+        cls.__name__ == "Agent" and cls.__module__.partition(".")[0] == "agents"
+        for cls in type(target).__mro__
+    )
+
+
+class _Tool:
+    """A function tool whose ``on_invoke_tool`` flowdbg wrapped (shared by the attached agents
+    that use it: restored when the last lets go)."""
+
+    def __init__(self, tool: Any, original: Any, timeout: Any) -> None:
+        self.tool = tool
+        self.original = original
+        self.timeout = timeout
+        self.replacement: Any = None
+        self.refs = 0
+
+
+class _Attached:
+    """An attached agent: its debugger, the agents it reaches, the tools it wrapped."""
+
+    def __init__(self, agent: Any, debugger: Debugger) -> None:
+        self.agent = agent
+        self.debugger = debugger
+        self.agents: list[Any] = []
+        self.tools: list[_Tool] = []
+        self.patches: list[Patch] = []
+
+
+#: attached agents by id; and every agent reached from one, by id, with the attachments
+_ROOTS: dict[int, _Attached] = {}
+_REACHED: dict[int, list[_Attached]] = {}
+_TOOLS: dict[int, _Tool] = {}
+#: debuggers that instrumented the runner library-wide (Debugger.install), with their patches
+_INSTALLED: dict[int, tuple[Debugger, list[Patch]]] = {}
+_HOOKS: list[type] = []
+
+
+def _hooks_class() -> type:
+    if not _HOOKS:
+        from flowdbg.adapters.openai_agents._runtime import make_hooks_class
+
+        _HOOKS.append(make_hooks_class())
+    return _HOOKS[0]
+
+
+def reached_agents(agent: Any) -> list[Any]:
+    """``agent`` and every agent it reaches through handoffs and agents used as tools."""
+    from agents import Agent, FunctionTool, Handoff
+
+    seen: dict[int, Any] = {}
+    todo = [agent]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen[id(current)] = current
+        for item in getattr(current, "handoffs", None) or ():
+            if isinstance(item, Agent):
+                todo.append(item)
+            elif isinstance(item, Handoff):
+                ref = getattr(item, "_agent_ref", None)  # handoff(agent) keeps a weak reference
+                target = ref() if callable(ref) else None
+                if target is not None:
+                    todo.append(target)
+        for tool in getattr(current, "tools", None) or ():
+            inner = (
+                getattr(tool, "_agent_instance", None) if isinstance(tool, FunctionTool) else None
+            )
+            if inner is not None:  # Agent.as_tool() keeps the agent it runs
+                todo.append(inner)
+    return list(seen.values())
+
+
+def _wrap_tool(tool: Any) -> _Tool:
+    from flowdbg.adapters.openai_agents._runtime import wrap_invoke
+
+    held = _TOOLS.get(id(tool))
+    if held is None:
+        timeout = getattr(tool, "timeout_seconds", None)
+        timed = None
+        if timeout is not None:
+            # a copy keeping the tool's own invoker and timeout: the wrapper runs the body
+            # through it, so that the time a stop holds the call is not the tool's
+            timed = dataclasses.replace(tool)
+        held = _Tool(tool, tool.on_invoke_tool, timeout)
+        held.replacement = wrap_invoke(tool, held.original, timed)
+        tool.on_invoke_tool = held.replacement
+        if timeout is not None:
+            tool.timeout_seconds = None
+        _TOOLS[id(tool)] = held
+    held.refs += 1
+    return held
+
+
+def _unwrap_tool(held: _Tool) -> None:
+    held.refs -= 1
+    if held.refs > 0:
+        return
+    _TOOLS.pop(id(held.tool), None)
+    tool = held.tool
+    if tool.on_invoke_tool is held.replacement:
+        tool.on_invoke_tool = held.original
+        if held.timeout is not None:
+            tool.timeout_seconds = held.timeout
+    else:
+        log.warning(
+            "on_invoke_tool of tool %r was replaced after flowdbg wrapped it; flowdbg leaves it "
+            "as it is",
+            tool.name,
+        )
+
+
+def _lookup(agent: Any) -> tuple[Debugger, Any] | None:
+    """The debugger a run starting at ``agent`` reports to, and the attached target it runs."""
+    from flowdbg.adapters.openai_agents._runtime import ACTIVE
+
+    attached = _REACHED.get(id(agent))
+    if attached:
+        return attached[0].debugger, attached[0].agent
+    active = ACTIVE.get()
+    if active is not None and not active.scope.released:
+        # an agent built on the fly and run inside a debugged run (a tool running an agent)
+        return active.debugger, active.scope.target
+    for debugger, _ in _INSTALLED.values():
+        return debugger, None
+    return None
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop set for this thread, if any (without making one)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return None
+
+
+def _run_input(input: Any) -> Any:
+    from agents import RunState
+
+    if isinstance(input, RunState):
+        return {"resume": "RunState"}
+    return input
+
+
+def _begin(
+    debugger: Debugger,
+    target: Any,
+    agent: Any,
+    input: Any,
+    kwargs: dict[str, Any],
+    *,
+    streamed: bool,
+) -> Any:
+    from flowdbg.adapters.openai_agents._runtime import FRAMEWORK, AgentRun, compose_run_config
+
+    scope = debugger.begin_run(
+        framework=FRAMEWORK, name=agent.name, input=_run_input(input), target=target
+    )
+    run = AgentRun(debugger, scope, streamed=streamed, run_config=kwargs.get("run_config"))
+    try:
+        kwargs["hooks"] = _hooks_class()(run, kwargs.get("hooks"))
+        kwargs["run_config"] = run.run_config = compose_run_config(kwargs.get("run_config"), run)
+    except BaseException as exc:
+        scope.end(error=exc)
+        raise
+    return run
+
+
+def _make_run(original: Any) -> Any:
+    """``AgentRunner.run`` reporting runs of attached agents (``run_sync`` calls it too)."""
+    from flowdbg.adapters.openai_agents._runtime import ACTIVE
+
+    async def run(self: Any, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        found = _lookup(starting_agent)
+        if found is None:
+            return await original(self, starting_agent, input, **kwargs)
+        debugger, target = found
+        agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=False)
+        token = ACTIVE.set(agent_run)
+        try:
+            try:
+                result = await original(self, starting_agent, input, **kwargs)
+            except BaseException as exc:
+                raised = await agent_run.failed(exc)
+                if raised is exc:
+                    raise
+                raise raised from exc
+            return agent_run.finished(result)
+        finally:
+            ACTIVE.reset(token)
+
+    run.__wrapped__ = original  # type: ignore[attr-defined]
+    return run
+
+
+def _make_run_streamed(original: Any) -> Any:
+    """``AgentRunner.run_streamed`` reporting streamed runs of attached agents."""
+    from flowdbg.adapters.openai_agents._runtime import ACTIVE
+
+    def run_streamed(self: Any, starting_agent: Any, input: Any, **kwargs: Any) -> Any:
+        found = _lookup(starting_agent)
+        if found is None:
+            return original(self, starting_agent, input, **kwargs)
+        debugger, target = found
+        agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=True)
+        # the SDK starts the run loop as a task inside run_streamed: it copies this context
+        token = ACTIVE.set(agent_run)
+        try:
+            result = original(self, starting_agent, input, **kwargs)
+        except BaseException as exc:
+            agent_run.abandoned(exc, None)
+            raise
+        finally:
+            ACTIVE.reset(token)
+        task = getattr(result, "run_loop_task", None)
+        if task is None:  # an SDK without the public task: the run ends with the stream
+            agent_run.scope.end()
+            return result
+
+        def done(task: asyncio.Task[Any]) -> None:
+            exc = None if task.cancelled() else task.exception()
+            if task.cancelled():
+                exc = asyncio.CancelledError()
+            agent_run.abandoned(exc, result)
+
+        task.add_done_callback(done)
+        return result
+
+    run_streamed.__wrapped__ = original  # type: ignore[attr-defined]
+    return run_streamed
+
+
+def _patch_runner() -> list[Patch]:
+    from agents.run import AgentRunner
+
+    return [
+        patch(AgentRunner, "run", lambda original: _make_run(original)),
+        patch(AgentRunner, "run_streamed", lambda original: _make_run_streamed(original)),
+    ]
+
+
+class OpenAIAgentsAdapter(Adapter):
+    """Debug OpenAI Agents SDK agents: runs, model turns, tool calls and handoffs."""
+
+    name = "openai_agents"
+    extra = "openai-agents"
+    requires = ("openai-agents>=0.24",)
+    capabilities = frozenset(
+        {
+            Capability.SYNC,
+            Capability.ASYNC,
+            Capability.STATE_EDITING,
+            Capability.PARALLEL_BRANCHES,
+            Capability.NESTING,
+            Capability.DECISIONS,
+            Capability.EXCEPTIONS,
+            Capability.TERMINATE,
+            Capability.PAUSE,
+            Capability.DESCRIBE,
+            Capability.TOOL_CALLS,
+            Capability.TOOL_ARG_EDITING,
+            Capability.LLM_CALLS,
+            Capability.HANDOFFS,
+        }
+    )
+
+    def matches(self, target: Any) -> bool:
+        return _is_agent(target)
+
+    def attach(self, target: Any, debugger: Debugger) -> None:
+        from agents import FunctionTool
+
+        with LOCK:
+            held = _ROOTS.get(id(target))
+            if held is not None:
+                if held.debugger is not debugger:
+                    raise AdapterError(
+                        f"agent {target.name!r} is attached to another Debugger; detach it "
+                        "there first (dbg.detach(agent))"
+                    )
+                return
+            attached = _Attached(target, debugger)
+            attached.agents = reached_agents(target)
+            for agent in attached.agents:
+                others = _REACHED.get(id(agent))
+                if others and others[0].debugger is not debugger:
+                    raise AdapterError(
+                        f"agent {agent.name!r}, reached from {target.name!r}, is attached to "
+                        "another Debugger; detach it there first"
+                    )
+            attached.patches = _patch_runner()
+            for agent in attached.agents:
+                _REACHED.setdefault(id(agent), []).append(attached)
+                for tool in getattr(agent, "tools", None) or ():
+                    if isinstance(tool, FunctionTool):
+                        attached.tools.append(_wrap_tool(tool))
+            _ROOTS[id(target)] = attached
+
+    def detach(self, target: Any) -> None:
+        with LOCK:
+            attached = _ROOTS.pop(id(target), None)
+            if attached is None:
+                return
+            for agent in attached.agents:
+                holders = _REACHED.get(id(agent), [])
+                if attached in holders:
+                    holders.remove(attached)
+                if not holders:
+                    _REACHED.pop(id(agent), None)
+            for held in attached.tools:
+                _unwrap_tool(held)
+            for held_patch in attached.patches:
+                unpatch(held_patch)
+
+    def install(self, debugger: Debugger) -> None:
+        with LOCK:
+            if id(debugger) not in _INSTALLED:
+                _INSTALLED[id(debugger)] = (debugger, _patch_runner())
+
+    def uninstall(self, debugger: Debugger) -> None:
+        with LOCK:
+            entry = _INSTALLED.pop(id(debugger), None)
+            if entry is not None:
+                for held_patch in entry[1]:
+                    unpatch(held_patch)
+
+    def describe(self, target: Any) -> dict[str, Any]:
+        from flowdbg.adapters.openai_agents._describe import describe
+
+        return describe(target)
+
+    # -- running an agent: what ``flowdbg run`` and ``flowdbg demo`` use --
+
+    def is_async(self, target: Any) -> bool:
+        return False
+
+    def check_run(self, target: Any, options: RunOptions) -> None:
+        self.check_own_options(target, options)
+        if options.resuming:
+            raise RunOptionError(
+                "resume",
+                f"adapter {self.name!r} resumes an agent run from its RunState, not from a "
+                "value; resume it in Python with Runner.run(agent, state)",
+            )
+        if options.config is not None:
+            from agents import RunConfig
+
+            fields = {f.name for f in dataclasses.fields(RunConfig)}
+            unknown = sorted(set(options.config) - fields - {"max_turns", "context"})
+            if unknown:
+                raise RunOptionError(
+                    "config",
+                    f"RunConfig has no field {unknown[0]!r}; give RunConfig fields (such as "
+                    "'workflow_name'), 'max_turns' or 'context'",
+                )
+
+    def _kwargs(self, options: RunOptions) -> dict[str, Any]:
+        config = dict(options.config or {})
+        kwargs: dict[str, Any] = {}
+        for key in ("max_turns", "context"):
+            if key in config:
+                kwargs[key] = config.pop(key)
+        if config:
+            kwargs["run_config"] = config
+        return kwargs
+
+    def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        from agents import Runner
+
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        had_loop = _thread_loop() is not None
+        try:
+            result = Runner.run_sync(target, input, **self._kwargs(options))
+        finally:
+            # run_sync leaves the loop it made for this thread open on purpose, for the next
+            # run_sync of the thread (run.py, _run_sync_impl); flowdbg's own run is the only
+            # one of the thread, so its loop is closed rather than left to the collector
+            loop = None if had_loop else _thread_loop()
+            if loop is not None and not loop.is_running():
+                loop.close()
+                asyncio.get_event_loop_policy().set_event_loop(None)
+        return result.final_output
+
+    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        from agents import Runner
+
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        result = await Runner.run(target, input, **self._kwargs(options))
+        return result.final_output
+
+    def cli_options(self) -> Sequence[Any]:
+        return ()
+
+    def demo(self) -> Demo | None:
+        from flowdbg.adapters.openai_agents._demo import DEMO
+
+        return DEMO

@@ -1,0 +1,514 @@
+"""One debugged agent run: the units it reports and where they hold.
+
+The SDK awaits its run hooks inline, so a stop inside a hook holds the run exactly there: the
+next model call, tool body or agent waits for it (a stream consumer does not, which is why
+flowdbg never stops on stream events). Each unit is reported where the SDK gives both a blocking
+place and the data:
+
+- an agent activation (kind ``agent``): ``on_agent_start`` .. ``on_handoff`` / ``on_agent_end``;
+- a model turn (kind ``llm``): ``on_llm_start`` (the input items the model receives, editable in
+  place) .. ``on_llm_end`` (the planned output);
+- a local function tool call (kind ``tool``): a wrapper around ``FunctionTool.on_invoke_tool``,
+  which runs in the tool call's own task (so a nested run of an agent used as a tool is a child
+  of this unit, and parallel calls hold independently); the real exception of a failing tool
+  comes from ``RunConfig.tool_error_formatter``, which the SDK calls with it before it turns it
+  into a message for the model;
+- a handoff (kind ``handoff``): ``on_handoff``, after the SDK resolved the target and before it
+  starts (the target cannot be changed there: an edit of ``to`` is refused).
+
+Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.errors import EditRefused
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+    from flowdbg.runtime import RunScope, Unit
+
+__all__ = ["ACTIVE", "AgentRun", "make_hooks_class", "wrap_invoke"]
+
+FRAMEWORK = "openai_agents"
+
+#: the debugged run whose code runs in this context (the SDK copies the context into the tasks
+#: it creates, so tool bodies and nested runs see the run that started them)
+ACTIVE: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
+    "flowdbg_openai_agents_run", default=None
+)
+_UNSET: Any = object()
+
+
+def _json_args(text: str) -> Any:
+    """A tool call's JSON arguments as a value (the text itself when it is not JSON)."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | None:
+    """Why ``args`` do not fit a tool's parameter schema (top level only), or ``None``."""
+    if not isinstance(args, Mapping):
+        return f"tool {tool!r} takes a JSON object of arguments, not {type(args).__name__}"
+    props = schema.get("properties") or {}
+    if schema.get("additionalProperties") is False or props:
+        unknown = [k for k in args if k not in props]
+        if unknown:
+            return (
+                f"tool {tool!r} takes no argument {unknown[0]!r}; its arguments are {sorted(props)}"
+            )
+    missing = [k for k in schema.get("required") or () if k not in args]
+    if missing:
+        return f"tool {tool!r} needs its argument {missing[0]!r}"
+    types = {
+        "string": str,
+        "integer": int,
+        "number": (int, float),
+        "boolean": bool,
+        "array": list,
+        "object": dict,
+    }
+    for key, value in args.items():
+        want = (props.get(key) or {}).get("type")
+        if isinstance(want, str) and want in types:
+            ok = isinstance(value, types[want]) and not (
+                want in ("integer", "number") and isinstance(value, bool)
+            )
+            if not ok:
+                return f"tool {tool!r} argument {key!r} must be of JSON type {want!r}"
+    return None
+
+
+def _model_name(agent: Any, run_config: Any) -> str:
+    """The name a model turn's unit takes: the model the agent runs with."""
+    model = getattr(run_config, "model", None) or getattr(agent, "model", None)
+    if isinstance(model, str):
+        return model
+    if model is not None:
+        name = getattr(model, "model", None) or getattr(model, "name", None)
+        return name if isinstance(name, str) else type(model).__name__
+    try:
+        from agents.models import get_default_model
+
+        return str(get_default_model())
+    except Exception:  # an older SDK without a default model helper
+        return "model"
+
+
+def _handoff_targets(agent: Any) -> list[tuple[str, str]]:
+    """``(tool name, target agent name)`` of each handoff ``agent`` offers."""
+    from agents import Agent, Handoff
+
+    out = []
+    for item in getattr(agent, "handoffs", None) or ():
+        if isinstance(item, Handoff):
+            out.append((item.tool_name, item.agent_name))
+        elif isinstance(item, Agent):
+            out.append((Handoff.default_tool_name(item), item.name))
+    return out
+
+
+class AgentRun:
+    """The flowdbg side of one ``Runner`` run: its scope and the units open in it."""
+
+    def __init__(
+        self,
+        debugger: Debugger,
+        scope: RunScope,
+        *,
+        streamed: bool,
+        run_config: Any,
+    ) -> None:
+        self.debugger = debugger
+        self.scope = scope
+        self.streamed = streamed
+        self.run_config = run_config
+        self.agent_unit: Unit | None = None
+        self.frame: RunScope | None = None
+        self.llm_unit: Unit | None = None
+        #: the unit the next one follows (stepping walks these links)
+        self.last: Unit | None = None
+        self.agent_name: str | None = None
+        self.turn = 0
+        #: call ids of this turn's local tool calls when there are several: parallel branches
+        self.parallel: frozenset[str] = frozenset()
+        #: arguments of this turn's calls by tool name (the handoff's payload is among them)
+        self.calls: dict[str, str] = {}
+        #: real exceptions of failing tools, by call id (from the tool error formatter)
+        self.tool_errors: dict[str, BaseException] = {}
+        #: ids of exceptions an error point has shown already
+        self.reported: set[int] = set()
+        self.final_output: Any = _UNSET
+
+    # ------------------------------------------------------------------ views
+
+    def state(self, context: Any = None) -> dict[str, Any]:
+        """The run's state as stops show it: the agent running, the turn (as the SDK counts
+        them) and the run context the user passed (``Runner.run(..., context=...)``)."""
+        ctx = getattr(context, "context", None)
+        return {"agent": self.agent_name, "turn": self.turn, "context": ctx}
+
+    # ------------------------------------------------------------------ agents
+
+    async def agent_started(self, context: Any, agent: Any) -> None:
+        if self.agent_unit is not None:  # an activation the SDK left without a hook
+            self.agent_unit.discard()
+        self.agent_name = agent.name
+        unit = self.scope.unit(agent.name, kind="agent", cause=self.last, check_edit=_agent_edit)
+        self.agent_unit = unit
+        self.frame = unit.frame()
+        self.last = unit
+        turn_input = getattr(context, "turn_input", None)
+        await unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
+
+    async def agent_ended(self, context: Any, agent: Any, output: Any) -> Any:
+        unit = self.agent_unit
+        if unit is None:
+            return output
+        self.agent_unit = None
+        if self.streamed:
+            unit.check_edit = _streamed_output_edit
+        edited = await unit.aafter(output=output, state=self.state(context))
+        if edited is not output:
+            self.final_output = edited
+        return edited
+
+    # ------------------------------------------------------------------ model turns
+
+    async def llm_started(self, context: Any, agent: Any, instructions: Any, items: Any) -> None:
+        self.turn += 1
+        frame = self.frame or self.scope
+        unit = frame.unit(
+            _model_name(agent, self.run_config),
+            kind="llm",
+            cause=self.last,
+            check_edit=_llm_edit(instructions),
+        )
+        self.llm_unit = unit
+        self.last = unit
+        payload = {"turn": self.turn, "instructions": instructions, "input": list(items)}
+        edited = await unit.abefore(state=self.state(context), input=payload)
+        if edited is not payload and isinstance(items, list):
+            # on_llm_start gets the very list the model is called with (run_loop.py,
+            # get_new_response: filtered.input): replacing its contents is what the model sees
+            items[:] = list(edited.get("input") or ())
+
+    async def llm_ended(self, context: Any, agent: Any, response: Any) -> None:
+        from agents import FunctionTool
+
+        output = list(getattr(response, "output", None) or ())
+        calls = [item for item in output if getattr(item, "type", None) == "function_call"]
+        local = {t.name for t in getattr(agent, "tools", None) or () if isinstance(t, FunctionTool)}
+        ids = [c.call_id for c in calls if c.name in local]
+        self.parallel = frozenset(ids) if len(ids) > 1 else frozenset()
+        self.calls = {c.name: c.arguments for c in calls}
+        unit, self.llm_unit = self.llm_unit, None
+        if unit is not None:
+            usage = getattr(response, "usage", None)
+            await unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
+
+    # ------------------------------------------------------------------ handoffs
+
+    async def handed_off(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+        target = to_agent.name
+        payload = None
+        for tool_name, agent_name in _handoff_targets(from_agent):
+            if agent_name == target and tool_name in self.calls:
+                payload = _json_args(self.calls[tool_name]) or None
+                break
+        frame = self.frame or self.scope
+        unit = frame.unit(target, kind="handoff", cause=self.last, check_edit=_handoff_edit)
+        self.last = unit
+        value = {"to": target, "payload": payload}
+        await unit.abefore(state=self.state(context), input=value)
+        await unit.aafter(output=value, state=self.state(context), decision=target)
+        agent_unit, self.agent_unit = self.agent_unit, None
+        if agent_unit is not None:
+            agent_unit.check_edit = _handoff_agent_edit
+            await agent_unit.aafter(
+                output={"handoff": target}, state=self.state(context), decision=target
+            )
+
+    # ------------------------------------------------------------------ tools
+
+    def tool_failed(self, call_id: Any, error: BaseException) -> None:
+        if isinstance(call_id, str):
+            self.tool_errors[call_id] = error
+
+    async def call_tool(self, tool: Any, invoke: Callable[..., Any], ctx: Any, args: str) -> Any:
+        call_id = getattr(ctx, "tool_call_id", None)
+        frame = self.frame or self.scope
+        unit = frame.unit(
+            tool.name,
+            kind="tool",
+            branch=call_id if call_id in self.parallel else None,
+            cause=self.last,
+            check_edit=_tool_edit(tool),
+        )
+        value = _json_args(args)
+        edited = await unit.abefore(state=self.state(ctx), input=value)
+        if edited is not value:
+            args = json.dumps(edited)
+            call = getattr(ctx, "tool_call", None)
+            if call is not None:
+                # the ToolCallItem of the history holds this very object: the edit shows there
+                call.arguments = args
+        try:
+            result = await invoke(ctx, args)
+        except Exception as exc:
+            self.reported.add(id(exc))
+            await unit.aerror(exc, state=self.state(ctx))
+            raise
+        except BaseException as exc:  # flowdbg.Terminated, a cancellation
+            raised = unit.discard(exc)
+            if raised is exc or raised is None:
+                raise
+            raise raised from exc
+        error = self.tool_errors.pop(call_id, None) if isinstance(call_id, str) else None
+        if error is not None:
+            # the SDK turned the exception into a message for the model: the error point shows
+            # the exception itself, and the run goes on with the message, as it would
+            self.reported.add(id(error))
+            await unit.aerror(error, state=self.state(ctx))
+            return result
+        return await unit.aafter(output=result, state=self.state(ctx))
+
+    # ------------------------------------------------------------------ the end
+
+    async def failed(self, exc: BaseException) -> BaseException:
+        """The run raised ``exc``: an error point at the unit it left (a model call that
+        failed, else the agent), then the run ends. Returns what the caller gets."""
+        raised = self.scope.converted(exc)
+        if raised is exc and isinstance(exc, Exception):
+            seen = id(exc) in self.reported or id(exc.__cause__) in self.reported
+            llm, self.llm_unit = self.llm_unit, None
+            agent, self.agent_unit = self.agent_unit, None
+            try:
+                if llm is not None:
+                    if seen:
+                        llm.discard(exc)
+                    else:
+                        seen = True
+                        await llm.aerror(exc, state=self.state())
+                if agent is not None:
+                    if seen:
+                        agent.discard(exc)
+                    else:
+                        await agent.aerror(exc, state=self.state())
+            except BaseException as other:  # terminated at the error stop
+                raised = self.scope.converted(other)
+                self.scope.end(error=raised)
+                return raised
+        else:
+            for unit in (self.llm_unit, self.agent_unit):
+                if unit is not None:
+                    unit.discard(raised)
+        self.scope.end(error=raised)
+        return raised
+
+    def finished(self, result: Any) -> Any:
+        """The run returned ``result``: an agent waiting on a tool approval leaves the run
+        ``suspended`` (resuming it is a run of its own); an edited final output is applied."""
+        if self.final_output is not _UNSET and not self.streamed:
+            result.final_output = self.final_output
+        suspended = bool(getattr(result, "interruptions", None))
+        for unit in (self.llm_unit, self.agent_unit):
+            if unit is not None:
+                unit.discard(status="suspended" if suspended else "failed")
+        self.scope.end(output=getattr(result, "final_output", None), suspended=suspended)
+        return result
+
+    def abandoned(self, exc: BaseException | None, result: Any) -> None:
+        """A streamed run's task ended (the consumer may never have read the stream)."""
+        if exc is not None:
+            raised = self.scope.converted(exc)
+            for unit in (self.llm_unit, self.agent_unit):
+                if unit is not None:
+                    unit.discard(raised)
+            self.scope.end(error=raised)
+        else:
+            self.finished(result)
+
+
+# ---------------------------------------------------------------------- edit rules
+
+
+def _agent_edit(unit: Unit, what: str, payload: Any) -> None:
+    if what == "input":
+        raise EditRefused(
+            f"agent {unit.node!r} receives the conversation the SDK built, which a hook cannot "
+            "replace; edit the model input at its llm stop instead (dbg.break_before('*', "
+            "kind='llm'))"
+        )
+
+
+def _streamed_output_edit(unit: Unit, what: str, payload: Any) -> None:
+    if what == "output":
+        raise EditRefused(
+            f"the final output of agent {unit.node!r} in a streamed run has already been "
+            "streamed to the consumer; edit it in a run started with Runner.run or run_sync"
+        )
+
+
+def _handoff_agent_edit(unit: Unit, what: str, payload: Any) -> None:
+    if what == "output":
+        raise EditRefused(
+            f"agent {unit.node!r} ended with a handoff the SDK has resolved; its output is not "
+            "a value the run uses"
+        )
+
+
+def _handoff_edit(unit: Unit, what: str, payload: Any) -> None:
+    raise EditRefused(
+        f"the SDK calls its handoff hooks after it resolved the handoff to {unit.node!r} and ran "
+        "the handoff's own on_handoff callback: neither the target nor the payload can change "
+        "there; edit the planned handoff call in the model output instead"
+    )
+
+
+def _llm_edit(instructions: Any) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what == "output":
+            raise EditRefused(
+                f"the SDK rejects a changed response of model turn {unit.node!r} (tool call ids "
+                "are checked against it); edit the tool arguments at the tool's stop instead"
+            )
+        if not isinstance(payload, Mapping) or not isinstance(payload.get("input"), list):
+            raise EditRefused("a model turn's input must stay a mapping with an 'input' list")
+        if payload.get("instructions") != instructions:
+            raise EditRefused(
+                "the SDK hands run hooks the instructions as a string it has already fixed; "
+                "set them on the agent, or in RunConfig(call_model_input_filter=...)"
+            )
+        if payload.get("turn") is not None and not isinstance(payload.get("turn"), int):
+            raise EditRefused("'turn' is the SDK's turn number, not an input")
+
+    return check
+
+
+def _tool_edit(tool: Any) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what != "input":
+            return
+        if getattr(tool, "needs_approval", False):
+            raise EditRefused(
+                f"tool {tool.name!r} needs approval: the SDK checks the approved arguments "
+                "against the call and would reject edited ones"
+            )
+        problem = _schema_problem(
+            getattr(tool, "params_json_schema", None) or {}, payload, tool.name
+        )
+        if problem is not None:
+            raise EditRefused(problem)
+
+    return check
+
+
+# ---------------------------------------------------------------------- SDK objects
+
+
+def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable[..., Any]:
+    """The ``on_invoke_tool`` of an attached tool: a tool unit when a debugged run calls it.
+
+    :param timed: a copy of the tool with its own ``timeout_seconds``, when it has one: the
+        timeout then applies to the tool body only (through the SDK's own
+        ``invoke_function_tool``), never to the time a stop holds it.
+    """
+
+    async def invoke(ctx: Any, args: str) -> Any:
+        run = ACTIVE.get()
+        if timed is not None:
+            from agents.tool import invoke_function_tool
+
+            def call(c: Any, a: str) -> Any:
+                return invoke_function_tool(function_tool=timed, context=c, arguments=a)
+        else:
+            call = original
+        if run is None or run.scope.released:
+            return await call(ctx, args)
+        return await run.call_tool(tool, call, ctx, args)
+
+    # the SDK reads the wrapped invoker's signature to choose the context it passes
+    # (tool.py, _get_function_tool_invoke_context): keep the original's
+    functools.update_wrapper(invoke, original, assigned=("__doc__",), updated=())
+    invoke.__wrapped__ = original  # type: ignore[attr-defined]
+    return invoke
+
+
+def compose_run_config(run_config: Any, run: AgentRun) -> Any:
+    """``run_config`` with a tool error formatter that tells ``run`` the real exception, then
+    asks the user's own formatter (if any) for the message, as the SDK would."""
+    from agents import RunConfig
+
+    if run_config is None:
+        run_config = RunConfig()
+    elif isinstance(run_config, Mapping):
+        run_config = RunConfig(**run_config)
+    user = run_config.tool_error_formatter
+
+    def formatter(args: Any) -> Any:
+        run.tool_failed(getattr(args, "call_id", None), args.error)
+        return None if user is None else user(args)
+
+    return dataclasses.replace(run_config, tool_error_formatter=formatter)
+
+
+def make_hooks_class() -> type:
+    """The ``RunHooks`` subclass flowdbg passes to a debugged run (built on first use: the SDK
+    is imported lazily). Each hook reports to the run, then calls the user's own hook."""
+    from agents import RunHooks
+
+    class DebugHooks(RunHooks):  # type: ignore[misc, type-arg]
+        def __init__(self, run: AgentRun, user: Any) -> None:
+            self.flowdbg_run = run
+            self.user = user
+
+        async def on_agent_start(self, context: Any, agent: Any) -> None:
+            await self.flowdbg_run.agent_started(context, agent)
+            if self.user is not None:
+                await self.user.on_agent_start(context, agent)
+
+        async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+            output = await self.flowdbg_run.agent_ended(context, agent, output)
+            if self.user is not None:
+                await self.user.on_agent_end(context, agent, output)
+
+        async def on_llm_start(
+            self, context: Any, agent: Any, system_prompt: Any, input_items: Any
+        ) -> None:
+            await self.flowdbg_run.llm_started(context, agent, system_prompt, input_items)
+            if self.user is not None:
+                await self.user.on_llm_start(context, agent, system_prompt, input_items)
+
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            await self.flowdbg_run.llm_ended(context, agent, response)
+            if self.user is not None:
+                await self.user.on_llm_end(context, agent, response)
+
+        # the SDK calls on_handoff with keyword arguments (turn_resolution.py)
+        async def on_handoff(self, context: Any, from_agent: Any, to_agent: Any) -> None:
+            await self.flowdbg_run.handed_off(context, from_agent, to_agent)
+            if self.user is not None:
+                await self.user.on_handoff(
+                    context=context, from_agent=from_agent, to_agent=to_agent
+                )
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            if self.user is not None:
+                await self.user.on_tool_start(context, agent, tool)
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            if self.user is not None:
+                await self.user.on_tool_end(context, agent, tool, result)
+
+    return DebugHooks

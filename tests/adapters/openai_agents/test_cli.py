@@ -1,0 +1,93 @@
+"""The command line on agents: the OpenAI Agents demo, ``flowdbg run`` on the example's agents
+with a tool breakpoint, ``graph inspect``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+
+from click.testing import CliRunner, Result
+
+from flowdbg.cli import cli
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "openai_agents_support.py"
+
+
+@pytest.fixture(autouse=True)
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "flowdbg.db"
+    monkeypatch.setenv("FLOWDBG_DB", str(path))
+    monkeypatch.setenv("FLOWDBG_HISTORY", str(tmp_path / "history"))
+    monkeypatch.chdir(tmp_path)  # saved breakpoints go to ./.flowdbg
+    return path
+
+
+def flowdbg(*args: str, input: str | None = None, code: int = 0) -> Result:
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result
+
+
+def in_order(out: str, expected: list[str]) -> None:
+    position = 0
+    for line in expected:
+        found = out.find(line, position)
+        assert found >= 0, f"{line!r} missing (after position {position}):\n{out}"
+        position = found + len(line)
+
+
+@pytest.mark.parametrize("name", ["openai-agents", "openai_agents"])
+def test_the_demo_holds_the_refund_and_lowers_it(name: str) -> None:
+    out = flowdbg("demo", "--framework", name).stdout
+    in_order(
+        out,
+        [
+            "$ flowdbg run flowdbg.adapters.openai_agents._demo:build_agent --stop-on-entry",
+            "stop-1: entry at before agent 'triage' (step 1)",
+            "(flowdbg) tool refund",
+            "breakpoint [bp-1] at before tool 'refunds/refund'",
+            "(flowdbg) p amount",
+            "1999",
+            "(flowdbg) set amount = 50",
+            "run completed; result:",
+            "Done: refunded 50 EUR for order 1042.",
+        ],
+    )
+
+
+def test_run_with_a_tool_breakpoint_from_the_terminal() -> None:
+    out = flowdbg(
+        "run",
+        f"{EXAMPLE}:triage_agent",
+        "--input",
+        '"refund my order"',
+        "-b",
+        "refund",
+        input="p amount\nset amount = 50\nc\n",
+    ).stdout
+    in_order(
+        out,
+        [
+            "breakpoint [bp-1] at before tool 'refunds/refund'",
+            "1999",
+            "run completed; result:",
+            "Done: refunded 50 EUR for order 1042.",
+        ],
+    )
+
+
+def test_an_unknown_name_lists_the_agents_and_tools() -> None:
+    message = flowdbg(
+        "run", f"{EXAMPLE}:triage_agent", "--input", '"x"', "-b", "refnud", code=1
+    ).output
+    assert "nodes: triage, refunds; tools: refund" in message
+
+
+def test_graph_inspect_shows_agents_and_handoffs() -> None:
+    out = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent").stdout
+    assert "triage -?-> refunds" in out
+    data = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent", "--json").stdout
+    assert '"refund"' in data and '"handoffs"' in data

@@ -1,0 +1,589 @@
+"""The OpenAI Agents SDK adapter on real agents with scripted models: where runs hold, what
+stops show, what edits reach."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+
+import oa_helpers as oa
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    RunHooks,
+    Runner,
+    function_tool,
+    input_guardrail,
+)
+from agents.testing import ModelStep
+
+import flowdbg
+from flowdbg import StopReason
+
+WAIT = 10.0
+
+
+def shell_agent(effects: list[str], **tool_kwargs: Any) -> Agent[Any]:
+    """An agent whose model calls ``shell(cmd="rm -rf /tmp/cache")`` then answers with the
+    tool's output; ``effects`` notes every command the tool body really ran."""
+
+    @function_tool(**tool_kwargs)
+    async def shell(cmd: str) -> str:
+        """Run a shell command."""
+        effects.append(cmd)
+        return f"ran {cmd}"
+
+    return oa.agent(
+        "agent",
+        [
+            oa.calls(("shell", {"cmd": "rm -rf /tmp/cache"}, "call-1")),
+            *oa.answer(lambda call: "done: " + oa.outputs(call)[-1]),
+        ],
+        tools=[shell],
+    )
+
+
+def stops(dbg: flowdbg.Debugger) -> list[tuple[str, str, str]]:
+    """Resume every stop until none comes; (node, kind, position) of each."""
+    seen = []
+    while (stop := dbg.wait_for_stop(WAIT)) is not None:
+        seen.append((stop.location.node, stop.location.kind, stop.location.position))
+        dbg.resume()
+    return seen
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+@pytest.mark.parametrize("entry", ["run_sync", "run"])
+def test_a_tool_breakpoint_holds_before_the_body_runs(dbg: flowdbg.Debugger, entry: str) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    bp = dbg.break_on_tool("shell", args_pattern=r"rm\s+-rf")
+    if entry == "run_sync":
+        run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    else:
+        run = dbg.start(lambda q: Runner.run(agent, q), "clean up")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "shell",
+        "tool",
+        "before",
+    )
+    assert stop.location.path == ("agent",)
+    assert stop.breakpoints == (bp.id,)
+    assert stop.input == {"cmd": "rm -rf /tmp/cache"}
+    assert effects == [], "the tool body ran although the call is held"
+    dbg.resume()
+    assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+    assert effects == ["rm -rf /tmp/cache"]
+
+
+def test_edited_arguments_reach_the_body_and_the_history(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    assert dbg.wait_for_stop(WAIT) is not None
+    dbg.set("cmd", "ls /tmp/cache")
+    dbg.resume()
+    result = run.result(WAIT)
+    assert effects == ["ls /tmp/cache"]
+    assert result.final_output == "done: ran ls /tmp/cache"
+    (call,) = [i for i in result.to_input_list() if i.get("type") == "function_call"]
+    assert call["arguments"] == '{"cmd": "ls /tmp/cache"}'
+
+
+def test_an_argument_the_tool_does_not_take_is_refused(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match="'force'"):
+        dbg.set("force", True)
+    with pytest.raises(flowdbg.EditRefused, match="JSON type 'string'"):
+        dbg.set("cmd", 3)
+    assert dbg.inspect("cmd") == "rm -rf /tmp/cache"
+    dbg.resume()
+    assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+
+
+def test_an_edited_result_is_what_the_model_gets(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_after("shell", kind="tool")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.output == "ran rm -rf /tmp/cache"
+    dbg.set("", "nothing to clean")
+    dbg.resume()
+    assert run.result(WAIT).final_output == "done: nothing to clean"
+
+
+def test_a_tool_exception_stops_with_the_real_exception(dbg: flowdbg.Debugger) -> None:
+    @function_tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise PermissionError(f"card declined for {amount}")
+
+    agent = oa.agent(
+        "agent",
+        [
+            oa.calls(("charge", {"amount": 5}, "call-1")),
+            *oa.answer(lambda call: "model saw: " + oa.outputs(call)[-1]),
+        ],
+        tools=[charge],
+    )
+    dbg.attach(agent)
+    dbg.break_on_exception(PermissionError)
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "pay")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert stop.reason == StopReason.EXCEPTION
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "charge",
+        "tool",
+        "error",
+    )
+    assert isinstance(stop.exception, PermissionError)
+    assert str(stop.exception) == "card declined for 5"
+    dbg.resume()
+    # the SDK goes on as it would: the model gets its generic message, not the exception
+    result = run.result(WAIT)
+    assert result.final_output.startswith("model saw: An error occurred while running the tool")
+
+
+def test_a_stop_does_not_count_against_the_tool_timeout(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects, timeout=0.5)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    # held for longer than the tool's timeout: wait on something that never comes
+    assert not threading.Event().wait(1.0)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+    (tool,) = [a.tools[0] for a in [agent]]
+    dbg.detach(agent)
+    assert tool.timeout_seconds == 0.5  # restored
+
+
+def test_parallel_tool_calls_stop_independently(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+
+    @function_tool
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        effects.append(url)
+        return f"page {url}"
+
+    agent = oa.agent(
+        "agent",
+        [
+            oa.calls(("fetch", {"url": "a"}, "call-a"), ("fetch", {"url": "b"}, "call-b")),
+            *oa.answer(lambda call: " + ".join(oa.outputs(call))),
+        ],
+        tools=[fetch],
+    )
+    dbg.attach(agent)
+    dbg.break_on_tool("fetch", condition="args['url'] == 'a'")
+    run = dbg.start(lambda q: Runner.run(agent, q), "both")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.input == {"url": "a"}
+    assert stop.location.branch == "call-a"
+    deadline = threading.Event()
+    for _ in range(100):  # the sibling call runs to its end while this one is held
+        if effects == ["b"]:
+            break
+        deadline.wait(0.05)
+    assert effects == ["b"]
+    assert not run.done()
+    dbg.resume()
+    assert run.result(WAIT).final_output == "page a + page b"
+    assert sorted(effects) == ["a", "b"]
+
+
+# ---------------------------------------------------------------------------- model turns
+
+
+def test_model_turns_show_their_input_and_planned_output(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_before("chat", kind="llm")
+    dbg.break_after("chat", kind="llm")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    before = dbg.wait_for_stop(WAIT)
+    assert before is not None and before.location.position == "before"
+    assert dbg.inspect("input[-1].content") == "clean up"
+    assert dbg.inspect("turn") == 1
+    dbg.resume()
+    after = dbg.wait_for_stop(WAIT)
+    assert after is not None and after.location.position == "after"
+    assert dbg.inspect("output[0].name") == "shell"
+    with pytest.raises(flowdbg.EditRefused, match="tool call ids"):
+        dbg.set("output", [])
+    dbg.resume()
+    second = dbg.wait_for_stop(WAIT)
+    assert second is not None and dbg.inspect("turn") == 2
+    dbg.clear()
+    dbg.resume()
+    assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+
+
+def test_an_edit_of_the_model_input_reaches_the_model(dbg: flowdbg.Debugger) -> None:
+    model = oa.Scripted(oa.answer(lambda call: f"you said {call.input[-1]['content']}"))
+    agent = Agent(name="agent", model=model, instructions="Be brief.")
+    dbg.attach(agent)
+    dbg.break_before("*", kind="llm")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "hello")
+    assert dbg.wait_for_stop(WAIT) is not None
+    dbg.set("input[-1].content", "goodbye")
+    with pytest.raises(flowdbg.EditRefused, match="instructions"):
+        dbg.set("instructions", "Be long.")
+    dbg.resume()
+    assert run.result(WAIT).final_output == "you said goodbye"
+    assert model.calls[0].system_instructions == "Be brief."
+
+
+# ---------------------------------------------------------------------------- agents
+
+
+def handoff_agents() -> Agent[Any]:
+    refunds = oa.agent("refunds", oa.answer(lambda call: "refunded", 2))
+    return oa.agent(
+        "triage",
+        [oa.calls(("transfer_to_refunds", {}, "call-h"))],
+        handoffs=[refunds],
+    )
+
+
+def test_a_handoff_stop_before_the_target_starts(dbg: flowdbg.Debugger) -> None:
+    triage = handoff_agents()
+    dbg.attach(triage)
+    dbg.break_on_handoff(to="refunds")
+    run = dbg.start(lambda q: Runner.run(triage, q), "refund")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.path) == (
+        "refunds",
+        "handoff",
+        ("triage",),
+    )
+    assert stop.input == {"to": "refunds", "payload": None}
+    assert [s.node for s in run.log.steps if s.kind == "agent"] == ["triage"]
+    with pytest.raises(flowdbg.EditRefused, match="resolved the handoff"):
+        dbg.set("to", "billing")
+    dbg.resume()
+    result = run.result(WAIT)
+    assert (result.last_agent.name, result.final_output) == ("refunds", "refunded")
+
+
+def test_max_turns_stops_at_the_agent_with_the_sdk_exception(dbg: flowdbg.Debugger) -> None:
+    @function_tool
+    def again() -> str:
+        """Loop."""
+        return "again"
+
+    agent = oa.agent(
+        "looper", [oa.calls(("again", {}, f"call-{i}")) for i in range(5)], tools=[again]
+    )
+    dbg.attach(agent)
+    dbg.break_on_exception(MaxTurnsExceeded)
+    run = dbg.start(lambda q: oa.run_sync(agent, q, max_turns=2), "go")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "looper",
+        "agent",
+        "error",
+    )
+    assert isinstance(stop.exception, MaxTurnsExceeded)
+    assert [s.node for s in run.log.steps if s.kind == "llm"] == ["chat", "chat"]
+    dbg.resume()
+    with pytest.raises(MaxTurnsExceeded):
+        run.result(WAIT)
+
+
+def test_a_guardrail_tripwire_stops_at_the_agent(dbg: flowdbg.Debugger) -> None:
+    @input_guardrail
+    async def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="secret" in str(input))
+
+    agent = oa.agent("guarded", oa.answer(lambda call: "ok", 2), input_guardrails=[no_secrets])
+    dbg.attach(agent)
+    dbg.break_on_exception(InputGuardrailTripwireTriggered)
+    run = dbg.start(lambda q: Runner.run(agent, q), "my secret")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert stop.location.position == "error"
+    assert isinstance(stop.exception, InputGuardrailTripwireTriggered)
+    dbg.resume()
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        run.result(WAIT)
+
+
+def test_a_model_error_stops_at_the_model_turn(dbg: flowdbg.Debugger) -> None:
+    agent = oa.agent("agent", [ModelStep.raise_error(ConnectionError("provider down"))])
+    dbg.attach(agent)
+    dbg.break_on_exception()
+    run = dbg.start(lambda q: Runner.run(agent, q), "hi")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.kind, stop.location.position) == ("llm", "error")
+    assert isinstance(stop.exception, ConnectionError)
+    dbg.resume()
+    assert dbg.wait_for_stop(WAIT) is None  # the agent does not stop again for it
+    with pytest.raises(ConnectionError, match="provider down"):
+        run.result(WAIT)
+    assert [(s.kind, s.status) for s in run.log.steps] == [("agent", "failed"), ("llm", "failed")]
+
+
+def test_an_agent_used_as_a_tool_runs_as_a_child_run() -> None:
+    dbg = flowdbg.Debugger()  # recording: child runs are recorded with their parent
+    try:
+        translator = oa.agent("translator", oa.answer(lambda call: "hola", 2))
+        tool = translator.as_tool(tool_name="translate", tool_description="Translate.")
+        agent = oa.agent(
+            "agent",
+            [
+                oa.calls(("translate", {"input": "hello"}, "call-t")),
+                *oa.answer(lambda call: "said " + oa.outputs(call)[-1]),
+            ],
+            tools=[tool],
+        )
+        dbg.attach(agent)
+        dbg.break_before("translator", kind="agent")
+        run = dbg.start(lambda q: oa.run_sync(agent, q), "translate hello")
+        stop = dbg.wait_for_stop(WAIT)
+        assert stop is not None
+        assert stop.location.path == ("agent", "translate")
+        assert stop.location.run_id != run.run_id
+        dbg.resume()
+        assert run.result(WAIT).final_output == "said hola"
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        (child,) = store.list_runs(parent=run.run_id)
+        assert child.name == "translator"
+    finally:
+        dbg.close()
+
+
+# ---------------------------------------------------------------------------- approvals
+
+
+def test_an_approval_interruption_suspends_the_run_and_resuming_it_is_debugged(
+    dbg: flowdbg.Debugger,
+) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects, needs_approval=True)
+    dbg.attach(agent)
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    first = run.result(WAIT)
+    assert first.interruptions and effects == []
+    assert dbg.status().state == "idle"
+    assert dbg.run_log(run.run_id or "").run.status == "suspended"
+
+    state = first.to_state()
+    state.approve(first.interruptions[0])
+    dbg.break_on_tool("shell")
+    resumed = dbg.start(lambda s: oa.run_sync(agent, s), state)
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.node == "shell"
+    assert effects == []
+    with pytest.raises(flowdbg.EditRefused, match="needs approval"):
+        dbg.set("cmd", "ls")
+    dbg.resume()
+    assert resumed.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+    assert effects == ["rm -rf /tmp/cache"]
+
+
+# ---------------------------------------------------------------------------- control
+
+
+def test_run_sync_in_the_users_own_thread_blocks_that_thread(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def user() -> None:
+        try:
+            box["result"] = oa.run_sync(agent, "clean up")
+        finally:
+            done.set()
+
+    threading.Thread(target=user, daemon=True).start()
+    assert dbg.wait_for_stop(WAIT) is not None
+    assert not done.is_set()
+    dbg.resume()
+    assert done.wait(WAIT)
+    assert box["result"].final_output == "done: ran rm -rf /tmp/cache"
+
+
+def test_terminate_at_a_stop_reaches_the_caller(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda q: Runner.run(agent, q), "clean up")
+    assert dbg.wait_for_stop(WAIT) is not None
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(WAIT)
+    assert effects == []
+
+
+def test_detach_while_stopped_lets_the_run_go_on_and_restores_the_agent(
+    dbg: flowdbg.Debugger, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agents.run import AgentRunner
+
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    tool = agent.tools[0]
+    invoker = tool.on_invoke_tool
+    runner_run = AgentRunner.__dict__["run"]
+    dbg.attach(agent)
+    assert tool.on_invoke_tool is not invoker
+    assert AgentRunner.__dict__["run"] is not runner_run
+    dbg.break_on_tool("shell")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
+    assert dbg.wait_for_stop(WAIT) is not None
+    dbg.detach(agent)
+    assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+    assert tool.on_invoke_tool is invoker
+    assert AgentRunner.__dict__["run"] is runner_run
+    assert "run" in AgentRunner.__dict__ and "run_streamed" in AgentRunner.__dict__
+
+
+def test_the_users_hooks_are_called_in_order(dbg: flowdbg.Debugger) -> None:
+    seen: list[str] = []
+
+    class Mine(RunHooks[Any]):
+        async def on_agent_start(self, context: Any, agent: Any) -> None:
+            seen.append(f"start {agent.name}")
+
+        async def on_llm_start(self, *args: Any) -> None:
+            seen.append("llm")
+
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            seen.append(f"tool {tool.name}")
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+            seen.append(f"result {result}")
+
+        async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
+            seen.append(f"end {output}")
+
+    def run_with(agent: Agent[Any]) -> list[str]:
+        seen.clear()
+        oa.run_sync(agent, "clean up", hooks=Mine())
+        return list(seen)
+
+    bare = run_with(shell_agent([]))
+    agent = shell_agent([])
+    dbg.attach(agent)
+    assert run_with(agent) == bare
+    assert bare == [
+        "start agent",
+        "llm",
+        "tool shell",
+        "result ran rm -rf /tmp/cache",
+        "llm",
+        "end done: ran rm -rf /tmp/cache",
+    ]
+
+
+def test_an_unattached_agent_is_not_debugged(dbg: flowdbg.Debugger) -> None:
+    attached = shell_agent([])
+    other = shell_agent([])
+    dbg.attach(attached)
+    dbg.break_on_tool("shell")
+    assert oa.run_sync(other, "clean up").final_output == "done: ran rm -rf /tmp/cache"
+    assert dbg.runs == []
+
+
+def test_the_final_output_edited_at_the_agents_after_stop(dbg: flowdbg.Debugger) -> None:
+    agent = oa.agent("agent", oa.answer(lambda call: "draft", 2))
+    dbg.attach(agent)
+    dbg.break_after("agent", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "write")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.output == "draft"
+    dbg.set("", "final")
+    dbg.resume()
+    assert run.result(WAIT).final_output == "final"
+
+
+# ---------------------------------------------------------------------------- streaming
+
+
+def test_a_streamed_run_streams_until_the_stop_then_waits(dbg: flowdbg.Debugger) -> None:
+    effects: list[str] = []
+    agent = shell_agent(effects)
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    names: list[str] = []
+    got_call = threading.Event()
+
+    async def consume(q: str) -> Any:
+        result = Runner.run_streamed(agent, q)
+        async for event in result.stream_events():
+            if event.type == "run_item_stream_event":
+                names.append(event.name)
+                if event.name == "tool_called":
+                    got_call.set()
+        return result
+
+    run = dbg.start(consume, "clean up")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.node == "shell"
+    # the consumer received what the run produced before the stop, and no tool output
+    assert got_call.wait(WAIT)
+    assert "tool_output" not in names and effects == []
+    dbg.resume()
+    result = run.result(WAIT)
+    assert result.final_output == "done: ran rm -rf /tmp/cache"
+    assert names[-2:] == ["tool_output", "message_output_created"]
+    assert run.log.steps[0].status == "completed"
+
+
+def test_a_streamed_run_in_a_task_of_the_users_own_loop(dbg: flowdbg.Debugger) -> None:
+    agent = handoff_agents()
+    dbg.attach(agent)
+    dbg.break_before("refunds", kind="agent")
+
+    async def main() -> tuple[str, list[str]]:
+        result = Runner.run_streamed(agent, "refund")
+        types = [e.type async for e in result.stream_events()]
+        return result.final_output, types
+
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("out", asyncio.run(main())))
+    thread.start()
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.kind == "agent"
+    dbg.resume()
+    thread.join(WAIT)
+    output, types = box["out"]
+    assert output == "refunded"
+    assert "agent_updated_stream_event" in types

@@ -417,7 +417,8 @@ def test_the_adapter_runs_graphs_with_run_options(tmp_path: Path) -> None:
 
 def test_the_demos_are_listed_with_what_they_show(db: Path) -> None:
     out = " ".join(flowdbg("demo", "--help").stdout.split())
-    assert "--framework [stategraph|langgraph]" in out
+    # (other installed adapters with a demo are listed after these)
+    assert re.search(r"--framework \[stategraph\|langgraph[]|]", out)
     assert "langgraph a LangGraph agent held before an rm -rf tool call" in out
     assert "stategraph a support-ticket graph whose route changes" in out
     # the target earlier versions printed still runs the demo's graph

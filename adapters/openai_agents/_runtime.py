@@ -70,7 +70,7 @@ def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | No
     missing = [k for k in schema.get("required") or () if k not in args]
     if missing:
         return f"tool {tool!r} needs its argument {missing[0]!r}"
-    types = {
+    types: dict[str, type | tuple[type, ...]] = {
         "string": str,
         "integer": int,
         "number": (int, float),
@@ -468,7 +468,7 @@ def make_hooks_class() -> type:
     is imported lazily). Each hook reports to the run, then calls the user's own hook."""
     from agents import RunHooks
 
-    class DebugHooks(RunHooks):  # type: ignore[misc, type-arg]
+    class DebugHooks(RunHooks):
         def __init__(self, run: AgentRun, user: Any) -> None:
             self.flowdbg_run = run
             self.user = user

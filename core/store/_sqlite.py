@@ -740,7 +740,7 @@ class SQLiteStore(Store):
         ended_rows = [self._run_params(run, encoder, packer) for run in ended]
         with self._lock:
             fresh = [key for key in packer.blobs if key not in self._known]
-        stored = {key: compress(packer.blobs[key]) for key in fresh}
+        stored: dict[str, bytes | bytearray] = {key: compress(packer.blobs[key]) for key in fresh}
         stored.update(packer.ready)  # made in their stored form
         with self._write() as conn:
             generation = conn.execute(

@@ -193,7 +193,7 @@ class AbstractHandoffTests(SuiteBase):
         dbg.break_before("triage")
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "triage", "before", depth=0)
-        seen = []
+        seen: list[tuple[str, str, int]] = []
         while len(seen) < 2:
             dbg.step_into()
             stop = self.wait_stop(dbg)

@@ -314,6 +314,9 @@ class LlamaIndexFixtures(AdapterFixtures):
     """The canonical scenarios, built natively as LlamaIndex workflows."""
 
     adapter = "llamaindex"
+    # a step writes the store itself and routes by the type of the event it returns; its
+    # output is that event
+    merged_updates = False
 
     def build_linear(self) -> Scenario:
         return _scenario(Linear(timeout=30), {"x": 1})

@@ -71,7 +71,22 @@ def describe(workflow: Any) -> dict[str, Any]:
             edges += [{"source": name, "target": target} for target in targets]
         elif targets:
             conditional.append({"source": name, "targets": targets})
-    described = {
+    # A nested workflow held in an attribute is drawn inside the step whose code names that
+    # attribute (self.sub.run(...)); one no step names makes the description open: its units'
+    # names cannot all be listed.
+    open_ = False
+    for key, child in vars(workflow).items():
+        if id(child) not in children:
+            continue
+        runner = next((n for n in steps if key in _names_in(steps[n])), None)
+        if runner is None:
+            open_ = True
+            continue
+        for node in nodes:
+            if node["name"] == runner and node["subgraph"] is None:
+                node["subgraph"] = describe(child)
+                break
+    described: dict[str, Any] = {
         "name": workflow_name(workflow),
         "entry": entry[0] if len(entry) == 1 else entry,
         "nodes": nodes,
@@ -79,8 +94,12 @@ def describe(workflow: Any) -> dict[str, Any]:
         "conditional_edges": conditional,
         "reducers": [],
     }
-    if children:
-        described["workflows"] = {
-            key: describe(child) for key, child in vars(workflow).items() if id(child) in children
-        }
+    if open_:
+        described["open"] = True
     return described
+
+
+def _names_in(func: Any) -> tuple[str, ...]:
+    """The attribute and global names a step's code refers to."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return tuple(code.co_names) if code is not None else ()

@@ -71,6 +71,8 @@ def event_fields(event: Any) -> dict[str, Any]:
     """An event as the mapping a stop shows: its declared fields, then its dynamic ones (what
     ``Event(**kwargs)`` keeps in ``_data``)."""
     fields = {name: getattr(event, name) for name in type(event).model_fields}
+    if isinstance(event, StopEvent) and (type(event) is StopEvent or event.result is not None):
+        fields["result"] = event.result  # a property over a private attribute; __init__ takes it
     data = getattr(event, "_data", None)
     if data:
         fields.update(data)

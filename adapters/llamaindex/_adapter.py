@@ -74,6 +74,12 @@ class LlamaIndexAdapter(Adapter):
             Capability.TERMINATE,
             Capability.PAUSE,
             Capability.DESCRIBE,
+            # an agent's tool call (its call_tool step, given a ToolCall event) is a tool unit
+            # inside that step: arguments editable before, the result after
+            Capability.TOOL_CALLS,
+            Capability.TOOL_ARG_EDITING,
+            # Not LLM_CALLS: an agent's model call happens inside its run_agent_step step and is
+            # not reported as a unit of its own.
         }
     )
 

@@ -460,6 +460,70 @@ def _collected(state: Any) -> list[Any] | None:
     return list(payload.events)
 
 
+async def _held(run: _Run, point: Any) -> Any:
+    """Await a point of a unit; while it may hold (something can stop), the run's clock stands
+    still."""
+    if run.scope.quiet:
+        return await point
+    with run.clock.holding():
+        return await point
+
+
+def _is_tool_call(event: Any) -> bool:
+    """Whether ``event`` asks for a tool call: LlamaIndex agents' ``ToolCall`` (``tool_name``,
+    ``tool_kwargs``), not its ``ToolCallResult`` (which has a ``tool_output`` too)."""
+    names = type(event).model_fields
+    return "tool_name" in names and "tool_kwargs" in names and "tool_output" not in names
+
+
+def _check_args(unit: Unit, which: str, payload: Any) -> None:
+    if which == "input" and not isinstance(payload, dict):
+        raise EditRefused(
+            f"the arguments of tool {unit.node!r} are a mapping of argument names to values; "
+            f"set one of them (args:name) rather than replacing them by a "
+            f"{type(payload).__name__}"
+        )
+
+
+def _tool_result(outputs: list[Any]) -> tuple[int, Any] | None:
+    """(index, event) of the ``ToolCallResult`` a ``call_tool`` step returned."""
+    for index, item in enumerate(outputs):
+        result = getattr(item, "result", None) if isinstance(item, StepWorkerResult) else None
+        if result is not None and hasattr(result, "tool_output"):
+            return index, result
+    return None
+
+
+async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> list[Any]:
+    """The tool unit's error or after point, from the result its step returned; an edit of the
+    result replaces the tool's output in that event."""
+    found = _tool_result(outputs)
+    if found is None:  # the step emitted no result (it failed, or waits for an event)
+        tool.discard(None)
+        return outputs
+    index, result = found
+    output = result.tool_output
+    error = getattr(output, "exception", None)
+    if isinstance(error, BaseException):
+        # the agent caught the tool's exception (its message becomes the tool's output): an
+        # error point, after which the agent goes on as it would
+        await _held(run, tool.aerror(error, state=state))
+        return outputs
+    value = getattr(output, "raw_output", None)
+    edited = await _held(run, tool.aafter(output=value, state=state))
+    if edited is value:
+        return outputs
+    new_output = output.model_copy()
+    new_output.raw_output = edited
+    # what the agent reads (llama-index-core 0.14: a property over the output's blocks)
+    new_output.content = str(edited)
+    outputs = list(outputs)
+    outputs[index] = outputs[index].model_copy(
+        update={"result": result.model_copy(update={"tool_output": new_output})}
+    )
+    return outputs
+
+
 async def _step(
     run: _Run,
     inner: Callable[..., Any],
@@ -485,15 +549,10 @@ async def _step(
             f"note: the workflow's timeout ({run.timeout:g} s) does not run while flowdbg holds "
             "one of its steps"
         )
-    looking = not scope.quiet
-    wanted = looking or scope.recording
+    wanted = not scope.quiet or scope.recording
     before_state = await _read_state(run) if wanted else None
     shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
-    if looking:
-        with run.clock.holding():
-            edited = await unit.abefore(state=before_state, input=shown)
-    else:
-        edited = await unit.abefore(state=before_state, input=shown)
+    edited = await _held(run, unit.abefore(state=before_state, input=shown))
     if edited is not shown:  # edited at the stop: the step receives the edited event(s)
         if collected is None:
             event = _rebuild(event, edited, step_name, "input")
@@ -503,6 +562,18 @@ async def _step(
             ]
             payload = state.collection_release_payload
             state = _replace(state, collection_release_payload=_replace(payload, events=events))
+    tool = None
+    if collected is None and _is_tool_call(event):
+        # an agent's tool call: a tool unit inside the step, held before the tool runs
+        tool = unit.frame().unit(
+            str(event.tool_name), kind="tool", branch=unit.branch, check_edit=_check_args
+        )
+        args = dict(event.tool_kwargs or {})
+        edited_args = await _held(run, tool.abefore(state=before_state, input=args))
+        if edited_args is not args:
+            event = _rebuild(
+                event, {**event_fields(event), "tool_kwargs": edited_args}, step_name, "input"
+            )
     try:
         outputs = await inner(
             state=state,
@@ -513,17 +584,16 @@ async def _step(
             retry=retry,
         )
     except BaseException as exc:  # flowdbg.Terminated from a nested run, a cancellation
+        if tool is not None:
+            tool.discard(exc)
         unit.discard(exc)
         raise
     failed = next((item for item in outputs if isinstance(item, StepWorkerFailed)), None)
+    if tool is not None:
+        outputs = await _tool_after(run, tool, outputs, before_state)
     if failed is not None:
-        error = failed.exception
         after_state = await _read_state(run) if wanted else None
-        if looking or not scope.quiet:
-            with run.clock.holding():
-                await unit.aerror(error, state=after_state)
-        else:
-            await unit.aerror(error, state=after_state)
+        await _held(run, unit.aerror(failed.exception, state=after_state))
         return outputs
     parts = _Outputs(outputs)
     if parts.waiting and not parts.returned:
@@ -532,13 +602,9 @@ async def _step(
         return outputs
     view = parts.view()
     decision = _targets(workflow, parts.events())
-    after_state = await _read_state(run) if (wanted or not scope.quiet) else None
+    after_state = await _read_state(run) if wanted else None
     unit.check_edit = lambda unit, which, payload: parts.check(unit.node, payload)
-    if not scope.quiet:
-        with run.clock.holding():
-            edited_out = await unit.aafter(output=view, state=after_state, decision=decision)
-    else:
-        edited_out = await unit.aafter(output=view, state=after_state, decision=decision)
+    edited_out = await _held(run, unit.aafter(output=view, state=after_state, decision=decision))
     if edited_out is not view:
         outputs = parts.apply(step_name, edited_out)
         parts = _Outputs(outputs)

@@ -344,6 +344,13 @@ class LlamaIndexFixtures(AdapterFixtures):
         scn = _scenario(slow(started, gate), {"x": 1}, started=started, release=gate.set)
         return scn
 
+    def build_tools(self) -> Scenario:
+        raise NotImplementedError(
+            "a LlamaIndex agent calls each tool in a call_tool step of its own, not inside the "
+            "step that chose it (as the scenario's 'agent' unit does); tests/adapters/llamaindex/"
+            "test_agents.py covers tool units on FunctionAgent, ReActAgent and AgentWorkflow"
+        )
+
 
 class TestLlamaIndexBreakpoints(LlamaIndexFixtures, AbstractBreakpointTests):
     pass

@@ -88,7 +88,7 @@ def describe(workflow: Any) -> dict[str, Any]:
                 break
     described: dict[str, Any] = {
         "name": workflow_name(workflow),
-        "entry": entry[0] if len(entry) == 1 else entry,
+        "entry": entry,
         "nodes": nodes,
         "edges": edges,
         "conditional_edges": conditional,

@@ -60,7 +60,10 @@ class LlamaIndexAdapter(Adapter):
 
     name = "llamaindex"
     extra = "llamaindex"
-    requires = ("llama-index-workflows>=2.26",)
+    # 2.26.0 is the first release whose step workers return the events a step sent with
+    # ctx.send_event (runtime/types/results.py SentEvent; 2.25 has none); the runtime decorator
+    # API is semi-internal (not in __all__), hence the cap below the next major release.
+    requires = ("llama-index-workflows>=2.26,<3",)
     capabilities = frozenset(
         {
             Capability.SYNC,

@@ -161,7 +161,7 @@ class _ClockAdapter(BaseInternalRunAdapterDecorator):
 class _Run:
     """One workflow run as flowdbg sees it."""
 
-    __slots__ = ("clock", "emitted", "runtime", "scope", "timeout", "workflow")
+    __slots__ = ("clock", "emitted", "runtime", "scope", "store", "timeout", "workflow")
 
     def __init__(self, scope: RunScope, clock: Clock, runtime: DebugRuntime, workflow: Any):
         self.scope = scope
@@ -169,6 +169,8 @@ class _Run:
         self.runtime = runtime
         self.workflow = workflow
         self.timeout = getattr(workflow, "_timeout", None)
+        #: the run's context store, once read
+        self.store: Any = None
         #: event type -> the units that emitted events of it lately (for causes)
         self.emitted: dict[type, list[tuple[Any, Unit]]] = {}
 
@@ -197,23 +199,28 @@ class _Run:
                 del seen[:16]
 
 
-def _targets(workflow: Any, events: list[Any]) -> dict[str, str]:
+def accepted_events(workflow: Any) -> list[tuple[str, tuple[type, ...]]]:
+    """``(step, event types it accepts)`` for every step of ``workflow`` (LlamaIndex lists
+    the steps with ``inspect.getmembers``: read once per registration, not per step)."""
+    table = []
+    for name, func in workflow._get_steps().items():
+        config = getattr(func, "_step_config", None)
+        accepted = getattr(config, "accepted_events", None) or ()
+        table.append((name, tuple(kind for kind in accepted if isinstance(kind, type))))
+    return table
+
+
+def _targets(table: list[tuple[str, tuple[type, ...]]], events: list[Any]) -> dict[str, str]:
     """Which steps the emitted events go to: ``{step: event type}``; a stop event ends the run
     (``__end__``)."""
     out: dict[str, str] = {}
-    try:
-        steps = workflow._get_steps()
-    except Exception:  # pragma: no cover - a workflow always lists its steps
-        steps = {}
     for event in events:
         name = type(event).__name__
         if isinstance(event, StopEvent):
             out[END] = name
             continue
-        for step_name, func in steps.items():
-            config = getattr(func, "_step_config", None)
-            accepted = getattr(config, "accepted_events", None) or ()
-            if any(isinstance(event, kind) for kind in accepted if isinstance(kind, type)):
+        for step_name, accepted in table:
+            if isinstance(event, accepted):
                 out[step_name] = name
     return out
 
@@ -241,6 +248,10 @@ class _Outputs:
 
     def events(self) -> list[Any]:
         return [*self.sent, *(event for _, event in self.returned)]
+
+    def __repr__(self) -> str:
+        # the output a unit keeps on the fast path (nothing looked, nothing recorded)
+        return repr(self.view())
 
     def view(self) -> Any:
         """One returned event: its fields; several: a list of their fields; none: ``None``."""
@@ -329,17 +340,19 @@ class DebugRuntime(BaseRuntimeDecorator):
         self.active = True
         #: (workflow id, step table version) -> RegisteredWorkflow: LlamaIndex registers twice
         #: per run (``BasicRuntime.run_workflow`` and the run function)
-        self._cache: dict[tuple[int, int, int], RegisteredWorkflow] = {}
+        self._cache: dict[tuple[int, int], RegisteredWorkflow] = {}
+        #: the steps of the workflow and the events they accept (see accepted_events)
+        self.accepts: list[tuple[str, tuple[type, ...]]] = []
 
     # -- Runtime --
 
     def register(self, workflow: Any) -> RegisteredWorkflow:
-        version = type(workflow)._step_functions_version
-        key = (id(workflow), version, len(workflow._get_steps()))
+        key = (id(workflow), type(workflow)._step_functions_version)
         cached = self._cache.get(key)
         if cached is not None and cached.workflow is workflow:
             return cached
         registered = self._decorated.register(workflow)
+        self.accepts = accepted_events(workflow)
         wrapped = RegisteredWorkflow(
             workflow=registered.workflow,
             workflow_run_fn=registered.workflow_run_fn,
@@ -445,9 +458,16 @@ def _result_view(result: Any) -> Any:
 async def _read_state(run: _Run) -> dict[str, Any] | None:
     """The context store of the run, as a mapping (``None`` when it cannot be read)."""
     try:
-        store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
+        store = run.store
         if store is None:
-            return None
+            store = run.store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
+            if store is None:
+                return None
+        checkpoint = getattr(store, "checkpoint", None)
+        if checkpoint is not None:
+            # InMemoryStateStore: the committed state, without the copy get_state() makes (a
+            # store write makes a new state model, so this one stays as it is)
+            return _state_fields(checkpoint().state)
         return _state_fields(await store.get_state())
     except Exception:
         return None
@@ -551,7 +571,12 @@ async def _step(
         )
     wanted = not scope.quiet or scope.recording
     before_state = await _read_state(run) if wanted else None
-    shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
+    if not wanted:  # nothing can stop or look: the event as it is
+        shown: Any = event if collected is None else collected
+    elif collected is None:
+        shown = event_fields(event)
+    else:
+        shown = [event_fields(e) for e in collected]
     edited = await _held(run, unit.abefore(state=before_state, input=shown))
     if edited is not shown:  # edited at the stop: the step receives the edited event(s)
         if collected is None:
@@ -600,15 +625,29 @@ async def _step(
         # wait_for_event: the step runs again from the top when the event arrives
         unit.discard(None, status="suspended")
         return outputs
+    table = run.runtime.accepts
+    if not wanted:  # nothing can stop or look, nothing is recorded: the fast path
+        await unit.aafter(output=parts, decide=lambda parts: _targets(table, parts.events()))
+        if parts.returned or parts.sent:
+            run.note_emitted(unit, parts.events())
+        return outputs
     view = parts.view()
-    decision = _targets(workflow, parts.events())
-    after_state = await _read_state(run) if wanted else None
+    events = parts.events()
+    after_state = await _read_state(run)
     unit.check_edit = lambda unit, which, payload: parts.check(unit.node, payload)
-    edited_out = await _held(run, unit.aafter(output=view, state=after_state, decision=decision))
+    if scope.quiet:  # recorded only: the decision is worked out when the record is built
+        edited_out = await unit.aafter(
+            output=view, state=after_state, decide=lambda view: _targets(table, events)
+        )
+    else:
+        decision = _targets(table, events)
+        edited_out = await _held(
+            run, unit.aafter(output=view, state=after_state, decision=decision)
+        )
     if edited_out is not view:
         outputs = parts.apply(step_name, edited_out)
         parts = _Outputs(outputs)
-        unit.decision = _targets(workflow, parts.events())
+        unit.decision = _targets(table, parts.events())
     if parts.returned or parts.sent:
         run.note_emitted(unit, parts.events())
     return outputs

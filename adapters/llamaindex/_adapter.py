@@ -129,7 +129,7 @@ class LlamaIndexAdapter(Adapter):
             held.owners.add(owner)
             return
         original = vars(workflow)["_runtime"]
-        runtime = DebugRuntime(original, debugger, workflow_name(workflow))
+        runtime = DebugRuntime(original, debugger, workflow)
         held = _HELD[id(workflow)] = _Held(workflow, debugger, original, runtime)
         held.owners.add(owner)
         # LlamaIndex re-reads workflow._runtime at every run; Workflow._switch_runtime would

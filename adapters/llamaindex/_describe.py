@@ -86,6 +86,13 @@ def describe(workflow: Any) -> dict[str, Any]:
             if node["name"] == runner and node["subgraph"] is None:
                 node["subgraph"] = describe(child)
                 break
+    # A workflow class a step's code names (built and run inside the step) is drawn there too,
+    # from its class: its steps' names.
+    for node in nodes:
+        if node["subgraph"] is None:
+            built = _workflow_classes(steps[node["name"]])
+            if built:
+                node["subgraph"] = _describe_class(built[0])
     described: dict[str, Any] = {
         "name": workflow_name(workflow),
         "entry": entry,
@@ -103,3 +110,32 @@ def _names_in(func: Any) -> tuple[str, ...]:
     """The attribute and global names a step's code refers to."""
     code = getattr(getattr(func, "__func__", func), "__code__", None)
     return tuple(code.co_names) if code is not None else ()
+
+
+def _workflow_classes(func: Any) -> list[type]:
+    """The Workflow subclasses a step's code names (globals and closure)."""
+    from workflows import Workflow
+
+    func = getattr(func, "__func__", func)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return []
+    scope = dict(getattr(func, "__globals__", None) or {})
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    found = []
+    for name in (*code.co_names, *code.co_freevars):
+        value = scope.get(name)
+        if isinstance(value, type) and issubclass(value, Workflow) and value not in found:
+            found.append(value)
+    return found
+
+
+def _describe_class(cls: type) -> dict[str, Any]:
+    """What can be told of a workflow class without an instance: its steps."""
+    steps = getattr(cls, "_get_steps_from_class", None)
+    names = list(steps()) if callable(steps) else []
+    return {"name": cls.__name__, "entry": [], "nodes": names, "edges": [], "open": not names}

@@ -37,7 +37,7 @@ from workflows.runtime.runtime_decorators import (
     BaseInternalRunAdapterDecorator,
     BaseRuntimeDecorator,
 )
-from workflows.runtime.types.plugin import RegisteredWorkflow
+from workflows.runtime.types.plugin import RegisteredWorkflow, _current_runtime
 from workflows.runtime.types.results import (
     AddCollectedEvent,
     AddWaiter,
@@ -47,6 +47,7 @@ from workflows.runtime.types.results import (
     StepWorkerResult,
 )
 
+from flowdbg.adapters.llamaindex._adapter import workflow_name
 from flowdbg.errors import EditRefused
 
 if TYPE_CHECKING:
@@ -331,10 +332,11 @@ class DebugRuntime(BaseRuntimeDecorator):
     """The runtime of an attached workflow: its own runtime, with each run and step reported to
     a debugger."""
 
-    def __init__(self, decorated: Any, debugger: Debugger, name: str) -> None:
+    def __init__(self, decorated: Any, debugger: Debugger, workflow: Any) -> None:
         super().__init__(decorated)
         self.debugger = debugger
-        self.name = name
+        #: the attached workflow (workflows built inside its steps run on this runtime too)
+        self.workflow = workflow
         #: whether the workflow is attached (a run that started attached keeps these workers
         #: after a detach; they report nothing then)
         self.active = True
@@ -372,8 +374,6 @@ class DebugRuntime(BaseRuntimeDecorator):
     def registering(self) -> Iterator[Any]:
         # The base class yields the inner runtime's registering(), under which workflows
         # would be built on the inner runtime and bypass this one.
-        from workflows.runtime.types.plugin import _current_runtime
-
         token = _current_runtime.set(self)
         try:
             yield self
@@ -404,7 +404,12 @@ class DebugRuntime(BaseRuntimeDecorator):
         clock = parent.clock if parent is not None else Clock()
         input = event_fields(start_event) if start_event is not None else None
         scope = self.debugger.begin_run(
-            framework="llamaindex", name=self.name, input=input, target=workflow
+            framework="llamaindex",
+            name=workflow_name(workflow),
+            input=input,
+            # detaching the attached workflow lets go of the runs of workflows built in its
+            # steps (which run on this runtime) too
+            target=self.workflow,
         )
         run = _Run(scope, clock, self, workflow)
         token = RUN.set(run)
@@ -599,6 +604,9 @@ async def _step(
             event = _rebuild(
                 event, {**event_fields(event), "tool_kwargs": edited_args}, step_name, "input"
             )
+    # A workflow built while the step runs takes LlamaIndex's current runtime (Workflow.__init__:
+    # get_current_runtime()), so one the step builds and runs is debugged as a child run.
+    token = _current_runtime.set(run.runtime)
     try:
         outputs = await inner(
             state=state,
@@ -613,6 +621,8 @@ async def _step(
             tool.discard(exc)
         unit.discard(exc)
         raise
+    finally:
+        _current_runtime.reset(token)
     failed = next((item for item in outputs if isinstance(item, StepWorkerFailed)), None)
     if tool is not None:
         outputs = await _tool_after(run, tool, outputs, before_state)

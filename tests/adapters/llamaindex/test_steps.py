@@ -256,6 +256,45 @@ def test_nested_workflow_is_a_child_run_and_detaches_with_its_parent(
     assert wf.child._runtime is child_runtime
 
 
+class OnTheFly(Workflow):
+    @step
+    async def delegate(self, ev: StartEvent) -> StopEvent:
+        child = Child(timeout=30)  # built inside the step, as many workflows do
+        return StopEvent(result=await child.run(x=ev.x))
+
+
+def test_a_workflow_built_and_run_inside_a_step_is_a_child_run(dbg: flowdbg.Debugger) -> None:
+    wf = OnTheFly(timeout=30)
+    dbg.attach(wf)
+    dbg.break_after("double")
+    run = start(dbg, wf, x=2)
+    stop = stop_at(dbg, "double", "after")
+    assert stop.location.path == ("delegate",)
+    assert dbg.inspect("result") == 4
+    dbg.set("result", 40)
+    dbg.resume()
+    assert run.result(WAIT) == 40
+    (log,) = dbg.runs
+    assert log.run.name == "OnTheFly"
+    assert [child.run.name for child in log.children] == ["Child"]
+    dbg.detach(wf)
+    assert run.done()
+
+
+def test_registering_builds_workflows_on_the_debugged_runtime(dbg: flowdbg.Debugger) -> None:
+    wf = Quick(timeout=30)
+    dbg.attach(wf)
+    with wf.runtime.registering():
+        other = Child(timeout=30)
+    assert other.runtime is wf.runtime
+    with pytest.warns(flowdbg.BreakpointWarning, match="unknown node 'double'"):
+        dbg.break_before("double")  # other is not attached: its steps are not known
+    run = start(dbg, other, x=5)
+    stop_at(dbg, "double")
+    dbg.resume()
+    assert run.result(WAIT) == 10
+
+
 # -- wait_for_event ----------------------------------------------------------------------------
 
 

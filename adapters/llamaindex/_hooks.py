@@ -494,11 +494,20 @@ async def _held(run: _Run, point: Any) -> Any:
         return await point
 
 
-def _is_tool_call(event: Any) -> bool:
-    """Whether ``event`` asks for a tool call: LlamaIndex agents' ``ToolCall`` (``tool_name``,
-    ``tool_kwargs``), not its ``ToolCallResult`` (which has a ``tool_output`` too)."""
-    names = type(event).model_fields
-    return "tool_name" in names and "tool_kwargs" in names and "tool_output" not in names
+_TOOL_CALLS: dict[type, bool] = {}
+
+
+def _is_tool_call(kind: type) -> bool:
+    """Whether events of type ``kind`` ask for a tool call: LlamaIndex agents' ``ToolCall``
+    (``tool_name``, ``tool_kwargs``), not its ``ToolCallResult`` (which has a ``tool_output``
+    too)."""
+    known = _TOOL_CALLS.get(kind)
+    if known is None:
+        names = kind.model_fields
+        known = "tool_name" in names and "tool_kwargs" in names and "tool_output" not in names
+        if len(_TOOL_CALLS) < 4096:
+            _TOOL_CALLS[kind] = known
+    return known
 
 
 def _check_args(unit: Unit, which: str, payload: Any) -> None:
@@ -561,7 +570,10 @@ async def _step(
 ) -> Any:
     scope = run.scope
     collected = _collected(state)
-    cause = run.cause(collected[0] if collected else event) if run.emitted else None
+    # Causes serve stepping only: a stop (not quiet) records what its unit emits.
+    cause = None
+    if run.emitted and not scope.quiet:
+        cause = run.cause(collected[0] if collected else event)
     unit = scope.unit(
         step_name,
         branch=getattr(state, "invocation_id", None),
@@ -582,8 +594,13 @@ async def _step(
         shown = event_fields(event)
     else:
         shown = [event_fields(e) for e in collected]
-    edited = await _held(run, unit.abefore(state=before_state, input=shown))
-    if edited is not shown:  # edited at the stop: the step receives the edited event(s)
+    if wanted:
+        edited = await _held(run, unit.abefore(state=before_state, input=shown))
+    else:
+        edited = await unit.abefore(input=shown)
+    if edited is not shown and not isinstance(edited, Event):
+        # edited at the stop: the step receives the edited event(s) (an event object itself
+        # was edited where the stop opened on the fast path, by a pause say)
         if collected is None:
             event = _rebuild(event, edited, step_name, "input")
         else:
@@ -592,8 +609,10 @@ async def _step(
             ]
             payload = state.collection_release_payload
             state = _replace(state, collection_release_payload=_replace(payload, events=events))
+    elif isinstance(edited, Event):
+        event = edited
     tool = None
-    if collected is None and _is_tool_call(event):
+    if collected is None and _is_tool_call(type(event)):
         # an agent's tool call: a tool unit inside the step, held before the tool runs
         tool = unit.frame().unit(
             str(event.tool_name), kind="tool", branch=unit.branch, check_edit=_check_args
@@ -636,10 +655,9 @@ async def _step(
         unit.discard(None, status="suspended")
         return outputs
     table = run.runtime.accepts
-    if not wanted:  # nothing can stop or look, nothing is recorded: the fast path
+    if scope.quiet and not scope.recording:
+        # nothing can stop or look, nothing is recorded: the fast path
         await unit.aafter(output=parts, decide=lambda parts: _targets(table, parts.events()))
-        if parts.returned or parts.sent:
-            run.note_emitted(unit, parts.events())
         return outputs
     view = parts.view()
     events = parts.events()
@@ -658,7 +676,7 @@ async def _step(
         outputs = parts.apply(step_name, edited_out)
         parts = _Outputs(outputs)
         unit.decision = _targets(table, parts.events())
-    if parts.returned or parts.sent:
+    if (parts.returned or parts.sent) and not scope.quiet:
         run.note_emitted(unit, parts.events())
     return outputs
 

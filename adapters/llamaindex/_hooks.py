@@ -494,10 +494,10 @@ async def _held(run: _Run, point: Any) -> Any:
         return await point
 
 
-_TOOL_CALLS: dict[type, bool] = {}
+_TOOL_CALLS: dict[type[Event], bool] = {}
 
 
-def _is_tool_call(kind: type) -> bool:
+def _is_tool_call(kind: type[Event]) -> bool:
     """Whether events of type ``kind`` ask for a tool call: LlamaIndex agents' ``ToolCall``
     (``tool_name``, ``tool_kwargs``), not its ``ToolCallResult`` (which has a ``tool_output``
     too)."""

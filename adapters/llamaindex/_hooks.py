@@ -311,21 +311,48 @@ def _input_checker(event: Any) -> Callable[[Unit, str, Any], None]:
 
 
 class _ExternalAdapter(BaseExternalRunAdapterDecorator):
-    """The handler's side of a run: ends the flowdbg run with the workflow's result (every
-    ``WorkflowHandler`` awaits ``get_result`` in a task of its own)."""
+    """The handler's side of a run, for an external adapter whose ``get_result`` cannot be
+    wrapped in place (see :func:`_ending`)."""
 
     def __init__(self, decorated: Any, scope: RunScope) -> None:
         super().__init__(decorated)
         self._scope = scope
 
     async def get_result(self) -> Any:
-        try:
-            result = await self._decorated.get_result()
-        except BaseException as exc:
-            self._scope.end(error=exc)
-            raise
-        self._scope.end(output=_result_view(result))
-        return result
+        return await _ended(self._scope, self._decorated.get_result())
+
+
+async def _ended(scope: RunScope, result: Any) -> Any:
+    """Await the workflow's result, and end the flowdbg run with it."""
+    try:
+        value = await result
+    except BaseException as exc:
+        scope.end(error=exc)
+        raise
+    scope.end(output=_result_view(value))
+    return value
+
+
+def _ending(external: Any, scope: RunScope) -> Any:
+    """``external`` (the handler's side of a run) ending the flowdbg run with the workflow's
+    result: every ``WorkflowHandler`` awaits ``get_result`` in a task of its own.
+
+    The method is replaced on the adapter object itself rather than by wrapping the object:
+    BasicRuntime's adapter is also a ``SnapshottableAdapter`` and a
+    ``V2RuntimeCompatibilityShim``, which ``ctx.to_dict()``, ``ctx.is_running`` and
+    ``handler.is_done()`` look for with ``isinstance`` (workflows/context/external_context.py),
+    and a wrapper would hide. The object lives for this run only.
+    """
+    get_result = external.get_result
+
+    async def get_result_and_end() -> Any:
+        return await _ended(scope, get_result())
+
+    try:
+        external.get_result = get_result_and_end
+    except (AttributeError, TypeError):  # an adapter with __slots__: wrap it instead
+        return _ExternalAdapter(external, scope)
+    return external
 
 
 class DebugRuntime(BaseRuntimeDecorator):
@@ -422,7 +449,7 @@ class DebugRuntime(BaseRuntimeDecorator):
             raise
         finally:
             RUN.reset(token)
-        return _ExternalAdapter(external, scope)
+        return _ending(external, scope)
 
     # -- step workers --
 

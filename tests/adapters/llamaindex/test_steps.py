@@ -456,3 +456,40 @@ def test_a_workflow_attached_after_it_ran_is_debugged(dbg: flowdbg.Debugger) -> 
     dbg.set("n", 10)
     dbg.resume()
     assert run.result(WAIT) == 11
+
+
+def test_a_snapshot_taken_while_held_restores_the_held_step(dbg: flowdbg.Debugger) -> None:
+    from workflows import Context as WorkflowContext
+
+    wf = Quick(timeout=30)
+    dbg.attach(wf)
+    dbg.break_before("second")
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    async def go() -> Any:
+        handler = wf.run(n=1)
+        box["handler"], box["loop"] = handler, asyncio.get_running_loop()
+        ready.set()
+        return await handler
+
+    async def snapshot() -> dict[str, Any]:
+        return box["handler"].ctx.to_dict()
+
+    run = dbg.start(lambda: asyncio.run(go()))
+    stop_at(dbg, "second")
+    assert ready.wait(WAIT)
+    snap = asyncio.run_coroutine_threadsafe(snapshot(), box["loop"]).result(WAIT)
+    dbg.resume()
+    assert run.result(WAIT) == 2
+
+    # the snapshot holds the step that was held: restored, it runs (and stops) again
+    async def restored() -> Any:
+        return await wf.run(ctx=WorkflowContext.from_dict(wf, snap))
+
+    run = dbg.start(lambda: asyncio.run(restored()))
+    stop_at(dbg, "second")
+    assert dbg.inspect("n") == 1
+    dbg.set("n", 41)
+    dbg.resume()
+    assert run.result(WAIT) == 42

@@ -295,6 +295,7 @@ def _event(event: Any) -> tuple[str, str]:
 
 async def _run(wf: Workflow, kwargs: dict[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
     handler = wf.run(**kwargs)
+    assert handler.ctx.is_running
     stream = []
     async for event in handler.stream_events():
         stream.append(_event(event))
@@ -306,7 +307,11 @@ async def _run(wf: Workflow, kwargs: dict[str, Any]) -> tuple[Any, list[tuple[st
         result = ("raised", type(exc).__name__, str(exc))
     if isinstance(result, BaseModel):
         result = _event(result)
-    return result, stream
+    # the handler and its context answer as without flowdbg: done, and a snapshot of the run
+    # (what Context.from_dict restores) with its store
+    snapshot = handler.ctx.to_dict()
+    state = snapshot.get("state") or {}
+    return (result, handler.is_done(), sorted(snapshot), state.get("state_data")), stream
 
 
 @pytest.mark.parametrize("name", list(CASES))

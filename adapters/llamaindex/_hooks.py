@@ -4,19 +4,24 @@
 The hook is a runtime decorator, LlamaIndex's own extension point for wrapping how a workflow
 runs (``workflows.runtime.runtime_decorators``, the base of its ``VerboseDecorator``). Attaching
 puts a :class:`DebugRuntime` in front of the workflow's runtime; it forwards everything to it
-but three things:
+but these:
 
-- ``register`` wraps the run function (one flowdbg run per ``wf.run()``) and every step worker
-  (one flowdbg unit per step invocation). A step worker runs in the step's own asyncio task,
-  around the user's step (checked in llama-index-workflows 2.26
+- ``run_workflow`` (called by ``wf.run()`` in the caller's context, which creates the run's
+  task) begins the flowdbg run, a child run when a step of the same debugger calls it; the run's
+  task, its control loop and its steps' tasks inherit :data:`RUN` from there. The run ends when
+  the handler's ``get_result`` returns or raises (see :func:`_ending`).
+- ``register`` wraps every step worker: one flowdbg unit per step invocation. A step worker runs
+  in the step's own asyncio task, around the user's step (checked in llama-index-workflows 2.26
   ``runtime/types/step_function.py``: ``as_step_worker_function``), so awaiting a stop there
-  holds that invocation only, while the control loop and the other workers go on.
+  holds that invocation only, while the control loop and the other workers go on. While the
+  step runs, LlamaIndex's current runtime is this one, so a workflow the step builds and runs
+  is debugged too.
 - ``get_internal_adapter`` gives the run a clock that stands still while one of its steps is
   held at a stop: the run's ``timeout=``, retry delays and ``wait_for_event`` timeouts are
   measured on ``get_now()`` (``runtime/control_loop/runner.py``), so time held at a stop does
   not count against them.
 - ``registering`` yields the decorator, so a workflow built inside it runs debugged too (the
-  base class yields the inner runtime).
+  base class yields the inner runtime's).
 
 LlamaIndex reads ``workflow._runtime`` afresh at each run (``create_workflow_run_function``:
 ``workflow._runtime.get_or_register(workflow)``), so swapping it between runs takes effect at

@@ -500,13 +500,24 @@ async def _read_state(run: _Run) -> dict[str, Any] | None:
             store = run.store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
             if store is None:
                 return None
-        checkpoint = getattr(store, "checkpoint", None)
-        if checkpoint is not None:
-            # InMemoryStateStore: the committed state, without the copy get_state() makes (a
-            # store write makes a new state model, so this one stays as it is)
-            return _state_fields(checkpoint().state)
-        return _state_fields(await store.get_state())
+        state = _committed(store)
+        if state is None:
+            state = await store.get_state()
+        return _state_fields(state)
     except Exception:
+        return None
+
+
+def _committed(store: Any) -> Any:
+    """The store's committed state without the copy ``get_state()`` makes, where the store
+    shows it: ``InMemoryStateStore.checkpoint().state`` (llama-index-workflows 2.26.1; a store
+    write makes a new state model, so this one stays as it is). ``None`` elsewhere."""
+    checkpoint = getattr(store, "checkpoint", None)
+    if checkpoint is None:
+        return None
+    try:
+        return getattr(checkpoint(), "state", None)
+    except Exception:  # e.g. a store whose serializer is not JSON
         return None
 
 

@@ -150,6 +150,14 @@ class AdapterFixtures(abc.ABC):
     #: write those, so an edit adding another key to what a unit commits must be refused with
     #: :class:`flowdbg.EditRefused` rather than silently dropped
     fixed_state_keys: ClassVar[bool] = False
+    #: whether a unit's output is an update the framework merges into the state after the unit
+    #: and routes on (graph frameworks): deleting a key from it keeps the old value, editing it
+    #: can change the route, and a join receives the merged state. ``False`` for event-driven
+    #: frameworks (LlamaIndex Workflows): a unit writes the state itself and picks its route in
+    #: its own code, by the type of the event it emits; its output is that event, so an edit
+    #: changes what the next unit receives (not the state, not the route), and a join receives
+    #: the branches' events (a list of their mappings)
+    merged_updates: ClassVar[bool] = True
     #: the kind of the scenarios' own units (``a``, ``inc``, ``triage``...): ``node`` for graph
     #: nodes and workflow steps, ``agent`` where the framework's units are agents
     unit_kind: ClassVar[str] = "node"

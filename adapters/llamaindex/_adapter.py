@@ -1,0 +1,209 @@
+"""The LlamaIndex adapter class (imports nothing of LlamaIndex until a workflow is attached)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
+from flowdbg.errors import AdapterError, RunOptionError
+from flowdbg.patching import LOCK
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+
+__all__ = ["LlamaIndexAdapter"]
+
+
+def _is_workflow(target: Any) -> bool:
+    """Whether ``target`` is a LlamaIndex ``Workflow`` (``llama_index.core.workflow.Workflow``
+    is the same class), judged by class names only."""
+    return any(
+        cls.__name__ == "Workflow" and cls.__module__.startswith("workflows.")
+        for cls in type(target).__mro__
+    )
+
+
+def workflow_name(workflow: Any) -> str:
+    """The name runs of ``workflow`` get: its class name (LlamaIndex's ``workflow_name`` is
+    module-qualified unless set, which is long for a run list), or the explicit name."""
+    explicit = vars(workflow).get("_workflow_name")
+    return str(explicit) if explicit else type(workflow).__name__
+
+
+class _Held:
+    """An attached workflow: its debugger, the runtime it had, who attached it."""
+
+    def __init__(self, workflow: Any, debugger: Debugger, original: Any, runtime: Any) -> None:
+        self.workflow = workflow  # kept alive while attached, so its id stays its own
+        self.debugger = debugger
+        self.original = original
+        self.runtime = runtime
+        self.owners: set[Any] = set()
+        self.children: list[Any] = []
+
+
+_HELD: dict[int, _Held] = {}
+_USER = "user"
+
+
+def _children(workflow: Any) -> list[Any]:
+    """Workflows held by ``workflow``'s attributes (a nested workflow its step runs)."""
+    return [
+        value for value in vars(workflow).values() if _is_workflow(value) and value is not workflow
+    ]
+
+
+class LlamaIndexAdapter(Adapter):
+    """Adapter for LlamaIndex Workflows (``workflows.Workflow``, also imported as
+    ``llama_index.core.workflow.Workflow``), agents built on them included."""
+
+    name = "llamaindex"
+    extra = "llamaindex"
+    # 2.26.0 is the first release whose step workers return the events a step sent with
+    # ctx.send_event (runtime/types/results.py SentEvent; 2.25 has none); the runtime decorator
+    # API is semi-internal (not in __all__), hence the cap below the next major release.
+    requires = ("llama-index-workflows>=2.26,<3",)
+    capabilities = frozenset(
+        {
+            Capability.SYNC,
+            Capability.ASYNC,
+            Capability.STATE_EDITING,
+            Capability.PARALLEL_BRANCHES,
+            Capability.NESTING,
+            Capability.DECISIONS,
+            Capability.RETRIES,
+            Capability.EXCEPTIONS,
+            Capability.TERMINATE,
+            Capability.PAUSE,
+            Capability.DESCRIBE,
+            # an agent's tool call (its call_tool step, given a ToolCall event) is a tool unit
+            # inside that step: arguments editable before, the result after
+            Capability.TOOL_CALLS,
+            Capability.TOOL_ARG_EDITING,
+            # Not LLM_CALLS: an agent's model call happens inside its run_agent_step step and is
+            # not reported as a unit of its own.
+        }
+    )
+
+    def matches(self, target: Any) -> bool:
+        return _is_workflow(target)
+
+    # -- attaching --
+
+    def attach(self, target: Any, debugger: Debugger) -> None:
+        with LOCK:  # _HELD is the process's (see flowdbg.patching)
+            self._check(target, debugger, set())
+            self._acquire(target, debugger, _USER, set())
+
+    def _check(self, workflow: Any, debugger: Debugger, seen: set[int]) -> None:
+        if id(workflow) in seen:
+            return
+        seen.add(id(workflow))
+        held = _HELD.get(id(workflow))
+        if held is not None:
+            if held.debugger is not debugger:
+                raise AdapterError(
+                    f"workflow {workflow_name(workflow)!r} is already attached to another "
+                    "Debugger; detach it there first (dbg.detach(workflow))"
+                )
+        else:
+            runtime = workflow._runtime
+            if workflow._runtime_locked and runtime.get_registered(workflow) is not None:
+                raise AdapterError(
+                    f"workflow {workflow_name(workflow)!r} runs on {type(runtime).__name__}, "
+                    "which registered its steps when it launched; attach the workflow before "
+                    "its runtime launches"
+                )
+        for child in _children(workflow):
+            self._check(child, debugger, seen)
+
+    def _acquire(self, workflow: Any, debugger: Debugger, owner: Any, seen: set[int]) -> None:
+        from flowdbg.adapters.llamaindex._hooks import DebugRuntime
+
+        if id(workflow) in seen:
+            return
+        seen.add(id(workflow))
+        held = _HELD.get(id(workflow))
+        if held is not None:
+            held.owners.add(owner)
+            return
+        original = vars(workflow)["_runtime"]
+        runtime = DebugRuntime(original, debugger, workflow)
+        held = _HELD[id(workflow)] = _Held(workflow, debugger, original, runtime)
+        held.owners.add(owner)
+        # LlamaIndex re-reads workflow._runtime at every run; Workflow._switch_runtime would
+        # refuse once a run locked the runtime, which matters for runtimes that register at
+        # launch (refused in _check), not for one that registers per run.
+        workflow._runtime = runtime
+        for child in _children(workflow):
+            self._acquire(child, debugger, id(workflow), seen)
+            held.children.append(child)
+
+    def detach(self, target: Any) -> None:
+        with LOCK:
+            self._release(target, _USER)
+
+    def _release(self, workflow: Any, owner: Any) -> None:
+        held = _HELD.get(id(workflow))
+        if held is None or owner not in held.owners:
+            return
+        held.owners.discard(owner)
+        if held.owners:
+            return
+        del _HELD[id(workflow)]
+        held.runtime.active = False
+        if vars(workflow).get("_runtime") is held.runtime:
+            workflow._runtime = held.original
+        for child in held.children:
+            self._release(child, id(workflow))
+
+    # -- describing --
+
+    def describe(self, target: Any) -> dict[str, Any]:
+        from flowdbg.adapters.llamaindex._describe import describe
+
+        return describe(target)
+
+    # -- running a workflow (flowdbg run, flowdbg demo) --
+
+    def is_async(self, target: Any) -> bool:
+        return True  # wf.run() needs an event loop
+
+    def check_run(self, target: Any, options: RunOptions) -> None:
+        self.check_own_options(target, options)
+        if options.resuming:
+            raise RunOptionError(
+                "resume",
+                f"adapter {self.name!r} cannot resume a workflow run with a value; start a new "
+                "run with --input (its keys are the start event's fields)",
+            )
+        if options.config is not None:
+            raise RunOptionError(
+                "config",
+                "a LlamaIndex workflow takes no config besides its start event; put the values "
+                "in --input",
+            )
+
+    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        if input is None:
+            kwargs: dict[str, Any] = {}
+        elif isinstance(input, dict):
+            kwargs = dict(input)
+        else:
+            raise RunOptionError(
+                "input",
+                "a LlamaIndex workflow starts from keyword arguments (the start event's fields): "
+                'give a JSON object such as \'{"topic": "x"}\'',
+            )
+        return await target.run(**kwargs)
+
+    def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        return asyncio.run(self.ainvoke(target, input, options))
+
+    def demo(self) -> Demo:
+        from flowdbg.adapters.llamaindex._demo import DEMO
+
+        return DEMO

@@ -1,0 +1,141 @@
+"""The structure of a LlamaIndex workflow, from its steps' signatures, in the shape every flowdbg
+adapter describes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["describe"]
+
+_START = "__start__"
+_END = "__end__"
+
+
+def _types(kinds: Any) -> list[type]:
+    return [kind for kind in kinds or () if isinstance(kind, type)]
+
+
+def describe(workflow: Any) -> dict[str, Any]:
+    """Describe a workflow as JSON-compatible data.
+
+    Each step is a node; an edge runs from a step to every step accepting an event type it
+    declares it returns (``-> A | B``), from ``__start__`` to the steps accepting the start event
+    and to ``__end__`` from the steps returning a stop event. Edges a step makes with
+    ``ctx.send_event`` are not in its signature and so not drawn. Every edge is conditional
+    unless the step returns a single event type: the step's own code picks the event.
+
+    :returns: ``{"name", "entry", "nodes", "edges", "conditional_edges", "reducers"}``; each
+        node is ``{"name", "subgraph", "retry", "accepts", "returns", "workers"}``.
+    """
+    from workflows.events import StartEvent, StopEvent
+
+    from flowdbg.adapters.llamaindex._adapter import _children, workflow_name
+
+    steps = workflow._get_steps()
+    configs = {name: getattr(func, "_step_config", None) for name, func in steps.items()}
+    accepts = {name: _types(getattr(c, "accepted_events", ())) for name, c in configs.items()}
+    returns = {name: _types(getattr(c, "return_types", ())) for name, c in configs.items()}
+    children = {id(child): child for child in _children(workflow)}
+
+    def receivers(kind: type) -> list[str]:
+        return [name for name, kinds in accepts.items() if any(issubclass(kind, k) for k in kinds)]
+
+    nodes = []
+    for name in steps:
+        config = configs[name]
+        policy = getattr(config, "retry_policy", None)
+        retries = getattr(policy, "maximum_attempts", None) or getattr(policy, "max_attempts", None)
+        nodes.append(
+            {
+                "name": name,
+                "subgraph": None,
+                "retry": int(retries) - 1 if isinstance(retries, int) and retries > 1 else 0,
+                "accepts": [kind.__name__ for kind in accepts[name]],
+                "returns": [kind.__name__ for kind in returns[name]],
+                "workers": getattr(config, "num_workers", 1),
+            }
+        )
+    entry = sorted(
+        {n for n, kinds in accepts.items() if any(issubclass(k, StartEvent) for k in kinds)}
+    )
+    edges: list[dict[str, Any]] = [{"source": _START, "target": name} for name in entry]
+    conditional: list[dict[str, Any]] = []
+    for name in steps:
+        targets: list[str] = []
+        for kind in returns[name]:
+            if issubclass(kind, StopEvent):
+                targets.append(_END)
+            else:
+                targets += [t for t in receivers(kind) if t not in targets]
+        if len(returns[name]) <= 1 and len(targets) <= 1:
+            edges += [{"source": name, "target": target} for target in targets]
+        elif targets:
+            conditional.append({"source": name, "targets": targets})
+    # A nested workflow held in an attribute is drawn inside the step whose code names that
+    # attribute (self.sub.run(...)); one no step names makes the description open: its units'
+    # names cannot all be listed.
+    open_ = False
+    for key, child in vars(workflow).items():
+        if id(child) not in children:
+            continue
+        runner = next((n for n in steps if key in _names_in(steps[n])), None)
+        if runner is None:
+            open_ = True
+            continue
+        for node in nodes:
+            if node["name"] == runner and node["subgraph"] is None:
+                node["subgraph"] = describe(child)
+                break
+    # A workflow class a step's code names (built and run inside the step) is drawn there too,
+    # from its class: its steps' names.
+    for node in nodes:
+        if node["subgraph"] is None:
+            built = _workflow_classes(steps[node["name"]])
+            if built:
+                node["subgraph"] = _describe_class(built[0])
+    described: dict[str, Any] = {
+        "name": workflow_name(workflow),
+        "entry": entry,
+        "nodes": nodes,
+        "edges": edges,
+        "conditional_edges": conditional,
+        "reducers": [],
+    }
+    if open_:
+        described["open"] = True
+    return described
+
+
+def _names_in(func: Any) -> tuple[str, ...]:
+    """The attribute and global names a step's code refers to."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return tuple(code.co_names) if code is not None else ()
+
+
+def _workflow_classes(func: Any) -> list[type]:
+    """The Workflow subclasses a step's code names (globals and closure)."""
+    from workflows import Workflow
+
+    func = getattr(func, "__func__", func)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return []
+    scope = dict(getattr(func, "__globals__", None) or {})
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    found = []
+    for name in (*code.co_names, *code.co_freevars):
+        value = scope.get(name)
+        if isinstance(value, type) and issubclass(value, Workflow) and value not in found:
+            found.append(value)
+    return found
+
+
+def _describe_class(cls: type) -> dict[str, Any]:
+    """What can be told of a workflow class without an instance: its steps."""
+    steps = getattr(cls, "_get_steps_from_class", None)
+    names = list(steps()) if callable(steps) else []
+    return {"name": cls.__name__, "entry": [], "nodes": names, "edges": [], "open": not names}

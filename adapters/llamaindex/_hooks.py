@@ -1,0 +1,747 @@
+"""How an attached LlamaIndex workflow reports to flowdbg (imports ``workflows``: loaded by
+``attach``).
+
+The hook is a runtime decorator, LlamaIndex's own extension point for wrapping how a workflow
+runs (``workflows.runtime.runtime_decorators``, the base of its ``VerboseDecorator``). Attaching
+puts a :class:`DebugRuntime` in front of the workflow's runtime; it forwards everything to it
+but these:
+
+- ``run_workflow`` (called by ``wf.run()`` in the caller's context, which creates the run's
+  task) begins the flowdbg run, a child run when a step of the same debugger calls it; the run's
+  task, its control loop and its steps' tasks inherit :data:`RUN` from there. The run ends when
+  the handler's ``get_result`` returns or raises (see :func:`_ending`).
+- ``register`` wraps every step worker: one flowdbg unit per step invocation. A step worker runs
+  in the step's own asyncio task, around the user's step (checked in llama-index-workflows 2.26
+  ``runtime/types/step_function.py``: ``as_step_worker_function``), so awaiting a stop there
+  holds that invocation only, while the control loop and the other workers go on. While the
+  step runs, LlamaIndex's current runtime is this one, so a workflow the step builds and runs
+  is debugged too.
+- ``get_internal_adapter`` gives the run a clock that stands still while one of its steps is
+  held at a stop: the run's ``timeout=``, retry delays and ``wait_for_event`` timeouts are
+  measured on ``get_now()`` (``runtime/control_loop/runner.py``), so time held at a stop does
+  not count against them.
+- ``registering`` yields the decorator, so a workflow built inside it runs debugged too (the
+  base class yields the inner runtime's).
+
+LlamaIndex reads ``workflow._runtime`` afresh at each run (``create_workflow_run_function``:
+``workflow._runtime.get_or_register(workflow)``), so swapping it between runs takes effect at
+the next run; a run already going keeps the step workers it registered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from workflows.events import Event, StopEvent
+from workflows.runtime.runtime_decorators import (
+    BaseExternalRunAdapterDecorator,
+    BaseInternalRunAdapterDecorator,
+    BaseRuntimeDecorator,
+)
+from workflows.runtime.types.plugin import RegisteredWorkflow, _current_runtime
+from workflows.runtime.types.results import (
+    AddCollectedEvent,
+    AddWaiter,
+    RetryAttempt,
+    SentEvent,
+    StepWorkerFailed,
+    StepWorkerResult,
+)
+
+from flowdbg.adapters.llamaindex._adapter import workflow_name
+from flowdbg.errors import EditRefused
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger
+    from flowdbg.runtime import RunScope, Unit
+
+__all__ = ["RUN", "Clock", "DebugRuntime", "event_fields"]
+
+END = "__end__"
+
+#: the flowdbg run of the workflow run executing in this context (its control loop and the
+#: tasks of its steps, which copy the context of the loop)
+RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
+    "flowdbg_llamaindex_run", default=None
+)
+
+
+# -- values ------------------------------------------------------------------------------------
+
+
+def event_fields(event: Any) -> dict[str, Any]:
+    """An event as the mapping a stop shows: its declared fields, then its dynamic ones (what
+    ``Event(**kwargs)`` keeps in ``_data``)."""
+    fields = {name: getattr(event, name) for name in type(event).model_fields}
+    if isinstance(event, StopEvent) and (type(event) is StopEvent or event.result is not None):
+        fields["result"] = event.result  # a property over a private attribute; __init__ takes it
+    data = getattr(event, "_data", None)
+    if data:
+        fields.update(data)
+    return fields
+
+
+def _state_fields(state: Any) -> dict[str, Any]:
+    """The context store's state as a mapping: a ``DictState``'s keys, or a typed state's
+    fields (a shallow copy: later writes to the store do not change it)."""
+    if state is None:
+        return {}
+    return (
+        event_fields(state)
+        if isinstance(state, Event) or hasattr(state, "_data")
+        else {name: getattr(state, name) for name in type(state).model_fields}
+    )
+
+
+def _rebuild(event: Any, fields: Any, node: str, which: str) -> Any:
+    """A new event of ``event``'s type with ``fields`` (validated by pydantic)."""
+    if not isinstance(fields, dict):
+        raise EditRefused(
+            f"the {which} of {node!r} is a {type(event).__name__}, whose fields are a mapping; "
+            f"set a field of it ({which}:name) rather than replacing it by a "
+            f"{type(fields).__name__}"
+        )
+    try:
+        return type(event)(**fields)
+    except Exception as exc:  # pydantic.ValidationError, or the event's own __init__
+        errors = getattr(exc, "errors", None)
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+            for e in (errors() if callable(errors) else [])
+        ) or str(exc)
+        raise EditRefused(
+            f"the {which} of {node!r} is a {type(event).__name__}, which refuses the edit: "
+            f"{details}"
+        ) from exc
+
+
+# -- the virtual clock -------------------------------------------------------------------------
+
+
+class Clock:
+    """Real time minus the time some step of the run tree was held at a stop."""
+
+    __slots__ = ("frozen_since", "held", "lost")
+
+    def __init__(self) -> None:
+        self.held = 0
+        self.frozen_since = 0.0
+        self.lost = 0.0
+
+    def now(self, real: float) -> float:
+        if self.held:
+            return self.frozen_since - self.lost
+        return real - self.lost
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        if not self.held:
+            self.frozen_since = time.time()
+        self.held += 1
+        try:
+            yield
+        finally:
+            self.held -= 1
+            if not self.held:
+                self.lost += time.time() - self.frozen_since
+
+
+class _ClockAdapter(BaseInternalRunAdapterDecorator):
+    """The run's internal adapter with the run's virtual clock."""
+
+    def __init__(self, decorated: Any, clock: Clock) -> None:
+        super().__init__(decorated)
+        self._clock = clock
+
+    async def get_now(self) -> float:
+        return self._clock.now(await self._decorated.get_now())
+
+
+# -- runs and steps ----------------------------------------------------------------------------
+
+
+class _Run:
+    """One workflow run as flowdbg sees it."""
+
+    __slots__ = ("clock", "emitted", "runtime", "scope", "store", "timeout", "workflow")
+
+    def __init__(self, scope: RunScope, clock: Clock, runtime: DebugRuntime, workflow: Any):
+        self.scope = scope
+        self.clock = clock
+        self.runtime = runtime
+        self.workflow = workflow
+        self.timeout = getattr(workflow, "_timeout", None)
+        #: the run's context store, once read
+        self.store: Any = None
+        #: event type -> the units that emitted events of it lately (for causes)
+        self.emitted: dict[type, list[tuple[Any, Unit]]] = {}
+
+    def cause(self, event: Any) -> Unit | None:
+        """The unit that emitted ``event`` (by identity, else by equal value, else the last
+        emitter of its type): stepping follows it from the emitter to this step."""
+        seen = self.emitted.get(type(event))
+        if not seen:
+            return None
+        for emitted, unit in reversed(seen):
+            if emitted is event:
+                return unit
+        for emitted, unit in reversed(seen):
+            try:
+                if emitted == event:
+                    return unit
+            except Exception:
+                continue
+        return seen[-1][1]
+
+    def note_emitted(self, unit: Unit, events: list[Any]) -> None:
+        for event in events:
+            seen = self.emitted.setdefault(type(event), [])
+            seen.append((event, unit))
+            if len(seen) > 32:
+                del seen[:16]
+
+
+def accepted_events(workflow: Any) -> list[tuple[str, tuple[type, ...]]]:
+    """``(step, event types it accepts)`` for every step of ``workflow`` (LlamaIndex lists
+    the steps with ``inspect.getmembers``: read once per registration, not per step)."""
+    table = []
+    for name, func in workflow._get_steps().items():
+        config = getattr(func, "_step_config", None)
+        accepted = getattr(config, "accepted_events", None) or ()
+        table.append((name, tuple(kind for kind in accepted if isinstance(kind, type))))
+    return table
+
+
+def _targets(table: list[tuple[str, tuple[type, ...]]], events: list[Any]) -> dict[str, str]:
+    """Which steps the emitted events go to: ``{step: event type}``; a stop event ends the run
+    (``__end__``)."""
+    out: dict[str, str] = {}
+    for event in events:
+        name = type(event).__name__
+        if isinstance(event, StopEvent):
+            out[END] = name
+            continue
+        for step_name, accepted in table:
+            if isinstance(event, accepted):
+                out[step_name] = name
+    return out
+
+
+class _Outputs:
+    """A step worker's outputs: what the after point shows and how an edit of it goes back."""
+
+    def __init__(self, outputs: list[Any]) -> None:
+        self.outputs = outputs
+        #: (index in outputs, event) of the events the step returned
+        self.returned: list[tuple[int, Any]] = []
+        self.sent: list[Any] = []
+        self.waiting = False
+        self.collecting = False
+        for index, item in enumerate(outputs):
+            if isinstance(item, StepWorkerResult):
+                if item.result is not None:
+                    self.returned.append((index, item.result))
+            elif isinstance(item, SentEvent):
+                self.sent.append(item.event)
+            elif isinstance(item, AddWaiter):
+                self.waiting = True
+            elif isinstance(item, AddCollectedEvent):
+                self.collecting = True
+
+    def events(self) -> list[Any]:
+        return [*self.sent, *(event for _, event in self.returned)]
+
+    def __repr__(self) -> str:
+        # the output a unit keeps on the fast path (nothing looked, nothing recorded)
+        return repr(self.view())
+
+    def view(self) -> Any:
+        """One returned event: its fields; several: a list of their fields; none: ``None``."""
+        if len(self.returned) == 1 and not self.sent:
+            return event_fields(self.returned[0][1])
+        events = self.events()
+        if not events:
+            return None
+        return [event_fields(event) for event in events]
+
+    def check(self, node: str, payload: Any) -> None:
+        """Refuse an edit the framework would not apply exactly."""
+        if self.sent:
+            raise EditRefused(
+                f"{node!r} sent events with ctx.send_event, which LlamaIndex delivered when they "
+                "were sent: they cannot be edited after the step; stop before the step and edit "
+                "its input instead"
+            )
+        if not self.returned:
+            why = (
+                "it is waiting for an event (ctx.wait_for_event)"
+                if self.waiting
+                else "it is collecting events (ctx.collect_events)"
+                if self.collecting
+                else "it returned None"
+            )
+            raise EditRefused(f"{node!r} emitted no event to edit: {why}")
+        if len(self.returned) == 1:
+            _rebuild(self.returned[0][1], payload, node, "output")
+            return
+        if not isinstance(payload, list) or len(payload) != len(self.returned):
+            raise EditRefused(
+                f"{node!r} returned {len(self.returned)} events: edit their fields "
+                "(output[i].name); the number of events cannot change"
+            )
+        for (_, event), fields in zip(self.returned, payload, strict=True):
+            _rebuild(event, fields, node, "output")
+
+    def apply(self, node: str, payload: Any) -> list[Any]:
+        """The outputs with the returned events rebuilt from an edited ``payload``."""
+        outputs = list(self.outputs)
+        edited = [payload] if len(self.returned) == 1 else list(payload)
+        for (index, event), fields in zip(self.returned, edited, strict=True):
+            item = outputs[index]
+            new_event = _rebuild(event, fields, node, "output")
+            outputs[index] = item.model_copy(update={"result": new_event})
+        return outputs
+
+
+def _input_checker(event: Any) -> Callable[[Unit, str, Any], None]:
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        if which == "input":
+            _rebuild(event, payload, unit.node, "input")
+
+    return check_edit
+
+
+class _ExternalAdapter(BaseExternalRunAdapterDecorator):
+    """The handler's side of a run, for an external adapter whose ``get_result`` cannot be
+    wrapped in place (see :func:`_ending`)."""
+
+    def __init__(self, decorated: Any, scope: RunScope) -> None:
+        super().__init__(decorated)
+        self._scope = scope
+
+    async def get_result(self) -> Any:
+        return await _ended(self._scope, self._decorated.get_result())
+
+
+async def _ended(scope: RunScope, result: Any) -> Any:
+    """Await the workflow's result, and end the flowdbg run with it."""
+    try:
+        value = await result
+    except BaseException as exc:
+        scope.end(error=exc)
+        raise
+    scope.end(output=_result_view(value))
+    return value
+
+
+def _ending(external: Any, scope: RunScope) -> Any:
+    """``external`` (the handler's side of a run) ending the flowdbg run with the workflow's
+    result: every ``WorkflowHandler`` awaits ``get_result`` in a task of its own.
+
+    The method is replaced on the adapter object itself rather than by wrapping the object:
+    BasicRuntime's adapter is also a ``SnapshottableAdapter`` and a
+    ``V2RuntimeCompatibilityShim``, which ``ctx.to_dict()``, ``ctx.is_running`` and
+    ``handler.is_done()`` look for with ``isinstance`` (workflows/context/external_context.py),
+    and a wrapper would hide. The object lives for this run only.
+    """
+    get_result = external.get_result
+
+    async def get_result_and_end() -> Any:
+        return await _ended(scope, get_result())
+
+    try:
+        external.get_result = get_result_and_end
+    except (AttributeError, TypeError):  # an adapter with __slots__: wrap it instead
+        return _ExternalAdapter(external, scope)
+    return external
+
+
+class DebugRuntime(BaseRuntimeDecorator):
+    """The runtime of an attached workflow: its own runtime, with each run and step reported to
+    a debugger."""
+
+    def __init__(self, decorated: Any, debugger: Debugger, workflow: Any) -> None:
+        super().__init__(decorated)
+        self.debugger = debugger
+        #: the attached workflow (workflows built inside its steps run on this runtime too)
+        self.workflow = workflow
+        #: whether the workflow is attached (a run that started attached keeps these workers
+        #: after a detach; they report nothing then)
+        self.active = True
+        #: (workflow id, step table version) -> RegisteredWorkflow: LlamaIndex registers twice
+        #: per run (``BasicRuntime.run_workflow`` and the run function)
+        self._cache: dict[tuple[int, int], RegisteredWorkflow] = {}
+        #: the steps of the workflow and the events they accept (see accepted_events)
+        self.accepts: list[tuple[str, tuple[type, ...]]] = []
+
+    # -- Runtime --
+
+    def register(self, workflow: Any) -> RegisteredWorkflow:
+        key = (id(workflow), type(workflow)._step_functions_version)
+        cached = self._cache.get(key)
+        if cached is not None and cached.workflow is workflow:
+            return cached
+        registered = self._decorated.register(workflow)
+        self.accepts = accepted_events(workflow)
+        wrapped = RegisteredWorkflow(
+            workflow=registered.workflow,
+            workflow_run_fn=registered.workflow_run_fn,
+            steps={name: self._wrap_step(fn) for name, fn in registered.steps.items()},
+        )
+        self._cache = {key: wrapped}
+        return wrapped
+
+    def get_internal_adapter(self, workflow: Any) -> Any:
+        inner = self._decorated.get_internal_adapter(workflow)
+        run = RUN.get()
+        if run is None or run.runtime is not self:
+            return inner
+        return _ClockAdapter(inner, run.clock)
+
+    @contextlib.contextmanager
+    def registering(self) -> Iterator[Any]:
+        # The base class yields the inner runtime's registering(), under which workflows
+        # would be built on the inner runtime and bypass this one.
+        token = _current_runtime.set(self)
+        try:
+            yield self
+        finally:
+            _current_runtime.reset(token)
+
+    # -- runs --
+
+    def run_workflow(
+        self,
+        run_id: str,
+        workflow: Any,
+        init_state: Any,
+        start_event: Any = None,
+        serialized_state: Any = None,
+        serializer: Any = None,
+    ) -> Any:
+        # Called by wf.run() in the caller's context, which creates the run's task: the flowdbg
+        # run begins here (a child run when a step of this debugger calls it), and the run's
+        # task, its control loop and its steps' tasks inherit RUN from this context. (The run
+        # function a runtime registers is not this decorator's to wrap: BasicRuntime.run_workflow
+        # registers the workflow on itself.)
+        if not self.active:
+            return self._decorated.run_workflow(
+                run_id, workflow, init_state, start_event, serialized_state, serializer
+            )
+        parent = RUN.get()
+        clock = parent.clock if parent is not None else Clock()
+        input = event_fields(start_event) if start_event is not None else None
+        scope = self.debugger.begin_run(
+            framework="llamaindex",
+            name=workflow_name(workflow),
+            input=input,
+            # detaching the attached workflow lets go of the runs of workflows built in its
+            # steps (which run on this runtime) too
+            target=self.workflow,
+        )
+        run = _Run(scope, clock, self, workflow)
+        token = RUN.set(run)
+        try:
+            external = self._decorated.run_workflow(
+                run_id, workflow, init_state, start_event, serialized_state, serializer
+            )
+        except BaseException as exc:
+            scope.end(error=exc)
+            raise
+        finally:
+            RUN.reset(token)
+        return _ending(external, scope)
+
+    # -- step workers --
+
+    def _wrap_step(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        async def worker(
+            state: Any,
+            step_name: str,
+            event: Any,
+            workflow: Any,
+            bound_events: Any = None,
+            retry: Any = RetryAttempt(),  # noqa: B008 - the framework's own default
+        ) -> Any:
+            run = RUN.get()
+            if run is None or run.runtime is not self or not self.active:
+                return await inner(
+                    state=state,
+                    step_name=step_name,
+                    event=event,
+                    workflow=workflow,
+                    bound_events=bound_events,
+                    retry=retry,
+                )
+            return await _step(run, inner, state, step_name, event, workflow, bound_events, retry)
+
+        worker.__name__ = getattr(inner, "__name__", "worker")
+        worker.__qualname__ = getattr(inner, "__qualname__", "worker")
+        return worker
+
+
+def _result_view(result: Any) -> Any:
+    if type(result) is StopEvent:
+        return result.result
+    if isinstance(result, Event):
+        return event_fields(result)
+    return result
+
+
+async def _read_state(run: _Run) -> dict[str, Any] | None:
+    """The context store of the run, as a mapping (``None`` when it cannot be read)."""
+    try:
+        store = run.store
+        if store is None:
+            store = run.store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
+            if store is None:
+                return None
+        state = _committed(store)
+        if state is None:
+            state = await store.get_state()
+        return _state_fields(state)
+    except Exception:
+        return None
+
+
+def _committed(store: Any) -> Any:
+    """The store's committed state without the copy ``get_state()`` makes, where the store
+    shows it: ``InMemoryStateStore.checkpoint().state`` (llama-index-workflows 2.26.1; a store
+    write makes a new state model, so this one stays as it is). ``None`` elsewhere."""
+    checkpoint = getattr(store, "checkpoint", None)
+    if checkpoint is None:
+        return None
+    try:
+        return getattr(checkpoint(), "state", None)
+    except Exception:  # e.g. a store whose serializer is not JSON
+        return None
+
+
+def _collected(state: Any) -> list[Any] | None:
+    payload = getattr(state, "collection_release_payload", None)
+    if payload is None:
+        return None
+    return list(payload.events)
+
+
+async def _held(run: _Run, point: Any) -> Any:
+    """Await a point of a unit; while it may hold (something can stop), the run's clock stands
+    still."""
+    if run.scope.quiet:
+        return await point
+    with run.clock.holding():
+        return await point
+
+
+_TOOL_CALLS: dict[type[Event], bool] = {}
+
+
+def _is_tool_call(kind: type[Event]) -> bool:
+    """Whether events of type ``kind`` ask for a tool call: LlamaIndex agents' ``ToolCall``
+    (``tool_name``, ``tool_kwargs``), not its ``ToolCallResult`` (which has a ``tool_output``
+    too)."""
+    known = _TOOL_CALLS.get(kind)
+    if known is None:
+        names = kind.model_fields
+        known = "tool_name" in names and "tool_kwargs" in names and "tool_output" not in names
+        if len(_TOOL_CALLS) < 4096:
+            _TOOL_CALLS[kind] = known
+    return known
+
+
+def _check_args(unit: Unit, which: str, payload: Any) -> None:
+    if which == "input" and not isinstance(payload, dict):
+        raise EditRefused(
+            f"the arguments of tool {unit.node!r} are a mapping of argument names to values; "
+            f"set one of them (args:name) rather than replacing them by a "
+            f"{type(payload).__name__}"
+        )
+
+
+def _tool_result(outputs: list[Any]) -> tuple[int, Any] | None:
+    """(index, event) of the ``ToolCallResult`` a ``call_tool`` step returned."""
+    for index, item in enumerate(outputs):
+        result = getattr(item, "result", None) if isinstance(item, StepWorkerResult) else None
+        if result is not None and hasattr(result, "tool_output"):
+            return index, result
+    return None
+
+
+async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> list[Any]:
+    """The tool unit's error or after point, from the result its step returned; an edit of the
+    result replaces the tool's output in that event."""
+    found = _tool_result(outputs)
+    if found is None:  # the step emitted no result (it failed, or waits for an event)
+        tool.discard(None)
+        return outputs
+    index, result = found
+    output = result.tool_output
+    error = getattr(output, "exception", None)
+    if isinstance(error, BaseException):
+        # the agent caught the tool's exception (its message becomes the tool's output): an
+        # error point, after which the agent goes on as it would
+        await _held(run, tool.aerror(error, state=state))
+        return outputs
+    value = getattr(output, "raw_output", None)
+    edited = await _held(run, tool.aafter(output=value, state=state))
+    if edited is value:
+        return outputs
+    new_output = output.model_copy()
+    new_output.raw_output = edited
+    # what the agent reads (llama-index-core 0.14: a property over the output's blocks)
+    new_output.content = str(edited)
+    outputs = list(outputs)
+    outputs[index] = outputs[index].model_copy(
+        update={"result": result.model_copy(update={"tool_output": new_output})}
+    )
+    return outputs
+
+
+async def _step(
+    run: _Run,
+    inner: Callable[..., Any],
+    state: Any,
+    step_name: str,
+    event: Any,
+    workflow: Any,
+    bound_events: Any,
+    retry: Any,
+) -> Any:
+    scope = run.scope
+    collected = _collected(state)
+    # Causes serve stepping only: a stop (not quiet) records what its unit emits.
+    cause = None
+    if run.emitted and not scope.quiet:
+        cause = run.cause(collected[0] if collected else event)
+    unit = scope.unit(
+        step_name,
+        branch=getattr(state, "invocation_id", None),
+        attempt=getattr(retry, "retry_number", 0) + 1,
+        cause=cause,
+        check_edit=_input_checker(event) if collected is None else _collected_checker(collected),
+    )
+    if run.timeout is not None:
+        unit.note = (
+            f"note: the workflow's timeout ({run.timeout:g} s) does not run while flowdbg holds "
+            "one of its steps"
+        )
+    wanted = not scope.quiet or scope.recording
+    before_state = await _read_state(run) if wanted else None
+    if not wanted:  # nothing can stop or look: the event as it is
+        shown: Any = event if collected is None else collected
+    elif collected is None:
+        shown = event_fields(event)
+    else:
+        shown = [event_fields(e) for e in collected]
+    if wanted:
+        edited = await _held(run, unit.abefore(state=before_state, input=shown))
+    else:
+        edited = await unit.abefore(input=shown)
+    if edited is not shown and not isinstance(edited, Event):
+        # edited at the stop: the step receives the edited event(s) (an event object itself
+        # was edited where the stop opened on the fast path, by a pause say)
+        if collected is None:
+            event = _rebuild(event, edited, step_name, "input")
+        else:
+            events = [
+                _rebuild(e, f, step_name, "input") for e, f in zip(collected, edited, strict=True)
+            ]
+            payload = state.collection_release_payload
+            state = _replace(state, collection_release_payload=_replace(payload, events=events))
+    elif isinstance(edited, Event):
+        event = edited
+    tool = None
+    if collected is None and _is_tool_call(type(event)):
+        # an agent's tool call: a tool unit inside the step, held before the tool runs
+        tool = unit.frame().unit(
+            str(event.tool_name), kind="tool", branch=unit.branch, check_edit=_check_args
+        )
+        args = dict(event.tool_kwargs or {})
+        edited_args = await _held(run, tool.abefore(state=before_state, input=args))
+        if edited_args is not args:
+            event = _rebuild(
+                event, {**event_fields(event), "tool_kwargs": edited_args}, step_name, "input"
+            )
+    # A workflow built while the step runs takes LlamaIndex's current runtime (Workflow.__init__:
+    # get_current_runtime()), so one the step builds and runs is debugged as a child run.
+    token = _current_runtime.set(run.runtime)
+    try:
+        outputs = await inner(
+            state=state,
+            step_name=step_name,
+            event=event,
+            workflow=workflow,
+            bound_events=bound_events,
+            retry=retry,
+        )
+    except BaseException as exc:  # flowdbg.Terminated from a nested run, a cancellation
+        if tool is not None:
+            tool.discard(exc)
+        raised = unit.discard(exc)  # terminate() cancelled the step: Terminated
+        if raised is exc or raised is None:
+            raise
+        raise raised from exc
+    finally:
+        _current_runtime.reset(token)
+    failed = next((item for item in outputs if isinstance(item, StepWorkerFailed)), None)
+    if tool is not None:
+        outputs = await _tool_after(run, tool, outputs, before_state)
+    if failed is not None:
+        after_state = await _read_state(run) if wanted else None
+        await _held(run, unit.aerror(failed.exception, state=after_state))
+        return outputs
+    parts = _Outputs(outputs)
+    if parts.waiting and not parts.returned:
+        # wait_for_event: the step runs again from the top when the event arrives
+        unit.discard(None, status="suspended")
+        return outputs
+    table = run.runtime.accepts
+    if scope.quiet and not scope.recording:
+        # nothing can stop or look, nothing is recorded: the fast path
+        await unit.aafter(output=parts, decide=lambda parts: _targets(table, parts.events()))
+        return outputs
+    view = parts.view()
+    events = parts.events()
+    after_state = await _read_state(run)
+    unit.check_edit = lambda unit, which, payload: parts.check(unit.node, payload)
+    if scope.quiet:  # recorded only: the decision is worked out when the record is built
+        edited_out = await unit.aafter(
+            output=view, state=after_state, decide=lambda view: _targets(table, events)
+        )
+    else:
+        decision = _targets(table, events)
+        edited_out = await _held(
+            run, unit.aafter(output=view, state=after_state, decision=decision)
+        )
+    if edited_out is not view:
+        outputs = parts.apply(step_name, edited_out)
+        parts = _Outputs(outputs)
+        unit.decision = _targets(table, parts.events())
+    if (parts.returned or parts.sent) and not scope.quiet:
+        run.note_emitted(unit, parts.events())
+    return outputs
+
+
+def _collected_checker(events: list[Any]) -> Callable[[Unit, str, Any], None]:
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        if which != "input":
+            return
+        if not isinstance(payload, list) or len(payload) != len(events):
+            raise EditRefused(
+                f"{unit.node!r} receives {len(events)} collected events: edit their fields "
+                "(input[i].name); the number of events cannot change"
+            )
+        for event, fields in zip(events, payload, strict=True):
+            _rebuild(event, fields, unit.node, "input")
+
+    return check_edit
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)

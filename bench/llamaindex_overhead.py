@@ -1,0 +1,236 @@
+"""Cost of flowdbg on real LlamaIndex workflows. Prints JSON.
+
+    python bench/llamaindex_overhead.py [--runs 200] [--rounds 5]
+
+Two workflows of trivial async steps:
+
+- ``linear``: 10 steps in a row (``StartEvent`` -> s0 -> ... -> s9 -> ``StopEvent``);
+- ``fanout``: one step sends 8 events to a step with 4 workers, a fan-in step gathers them with
+  ``ctx.collect_events`` (10 step invocations per run besides the fan-in's, which runs once per
+  arriving event).
+
+each run in these variants, measured in interleaved rounds within one process (the machine is
+shared and noisy: compare the ratios, which are taken within one run):
+
+- ``bare``: the workflow as built;
+- ``attached``: attached to a Debugger, no breakpoints, recording off;
+- ``recording``: attached with recording on (SQLite in a temporary directory), including the
+  recorder's writer thread catching up (``dbg.flush()`` after each round).
+
+Each figure is the median over the rounds of µs per step invocation; ratios are to ``bare``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from workflows import Context, Workflow, step
+from workflows.events import Event, StartEvent, StopEvent
+
+import flowdbg
+
+STEPS = 10
+FANOUT = 8
+
+
+class E1(Event):
+    x: int
+
+
+class E2(Event):
+    x: int
+
+
+class E3(Event):
+    x: int
+
+
+class E4(Event):
+    x: int
+
+
+class E5(Event):
+    x: int
+
+
+class E6(Event):
+    x: int
+
+
+class E7(Event):
+    x: int
+
+
+class E8(Event):
+    x: int
+
+
+class E9(Event):
+    x: int
+
+
+class Linear(Workflow):
+    """STEPS steps in a row."""
+
+    @step
+    async def s0(self, ev: StartEvent) -> E1:
+        return E1(x=ev.x + 1)
+
+    @step
+    async def s1(self, ev: E1) -> E2:
+        return E2(x=ev.x + 1)
+
+    @step
+    async def s2(self, ev: E2) -> E3:
+        return E3(x=ev.x + 1)
+
+    @step
+    async def s3(self, ev: E3) -> E4:
+        return E4(x=ev.x + 1)
+
+    @step
+    async def s4(self, ev: E4) -> E5:
+        return E5(x=ev.x + 1)
+
+    @step
+    async def s5(self, ev: E5) -> E6:
+        return E6(x=ev.x + 1)
+
+    @step
+    async def s6(self, ev: E6) -> E7:
+        return E7(x=ev.x + 1)
+
+    @step
+    async def s7(self, ev: E7) -> E8:
+        return E8(x=ev.x + 1)
+
+    @step
+    async def s8(self, ev: E8) -> E9:
+        return E9(x=ev.x + 1)
+
+    @step
+    async def s9(self, ev: E9) -> StopEvent:
+        return StopEvent(result=ev.x + 1)
+
+
+class Item(Event):
+    n: int
+
+
+class Done(Event):
+    n: int
+
+
+class FanOut(Workflow):
+    @step
+    async def fan(self, ctx: Context, ev: StartEvent) -> Item | None:
+        for n in range(FANOUT):
+            ctx.send_event(Item(n=n))
+        return None
+
+    @step(num_workers=4)
+    async def work(self, ev: Item) -> Done:
+        return Done(n=ev.n + 1)
+
+    @step
+    async def gather(self, ctx: Context, ev: Done) -> StopEvent | None:
+        got = ctx.collect_events(ev, [Done] * FANOUT)
+        return None if got is None else StopEvent(result=sum(d.n for d in got))
+
+
+def measure(runs: int, rounds: int, workdir: Path) -> dict[str, Any]:
+    builders: dict[str, tuple[Callable[[], Workflow], dict[str, Any], int]] = {
+        "linear": (lambda: Linear(timeout=None), {"x": 0}, STEPS),
+        # fan, 8 workers, and the fan-in once per arriving event (LlamaIndex may add one)
+        "fanout": (lambda: FanOut(timeout=None), {}, 1 + FANOUT + FANOUT),
+    }
+    dbg_plain = flowdbg.Debugger(record=False)
+    dbg_rec = flowdbg.Debugger(db=workdir / "flowdbg.db")
+    loop = asyncio.new_event_loop()
+    out: dict[str, Any] = {}
+    try:
+        for name, (build, kwargs, steps) in builders.items():
+            variants: dict[str, tuple[Workflow, Callable[[], Any] | None]] = {}
+            variants["bare"] = (build(), None)
+            attached = build()
+            dbg_plain.attach(attached)
+            variants["attached"] = (attached, None)
+            recorded = build()
+            dbg_rec.attach(recorded)
+            variants["recording"] = (recorded, dbg_rec.flush)
+            per: dict[str, list[float]] = {}
+            for round_ in range(rounds + 1):  # the first round warms up and is dropped
+                for variant, (wf, after) in variants.items():
+                    gc.collect()
+
+                    async def many(wf: Workflow = wf, kwargs: dict[str, Any] = kwargs) -> None:
+                        for _ in range(runs):
+                            await wf.run(**kwargs)
+
+                    start = time.perf_counter()
+                    loop.run_until_complete(many())
+                    if after is not None:
+                        after()
+                    us = (time.perf_counter() - start) / (runs * steps) * 1e6
+                    if round_:
+                        per.setdefault(variant, []).append(us)
+            medians = {variant: statistics.median(values) for variant, values in per.items()}
+            bare = medians["bare"]
+            out[name] = {
+                variant: {
+                    "us_per_step": round(value, 2),
+                    "ratio": round(value / bare, 3),
+                    "added_us_per_step": round(value - bare, 2),
+                }
+                for variant, value in medians.items()
+            }
+    finally:
+        loop.close()
+        dbg_plain.close()
+        dbg_rec.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200, help="runs per variant and round")
+    parser.add_argument("--rounds", type=int, default=5, help="measured rounds (medians)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = measure(args.runs, args.rounds, Path(tmp))
+    report = {
+        "benchmark": "llamaindex_overhead",
+        "python": platform.python_version(),
+        "llama_index_workflows": _version("llama-index-workflows"),
+        "runs": args.runs,
+        "rounds": args.rounds,
+        "budgets": {"attached_ratio_max": 1.03, "recording_ratio_max": 1.10},
+        **figures,
+    }
+    json.dump(report, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,206 @@
+"""LlamaIndex agents (workflows themselves) under flowdbg, on llama-index-core's mock LLMs:
+tool calls are ``tool`` units inside the agent's ``call_tool`` step (tox env
+``llamaindex_core``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("llama_index.core", reason="llama-index-core is not installed")
+
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
+from llama_index.core.base.llms.types import ToolCallBlock
+from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM
+from llama_index.core.workflow import Workflow
+
+import flowdbg
+from flowdbg import StopReason
+
+WAIT = 10.0
+
+# LlamaIndex lists an agent's steps with inspect.getmembers, which reads every attribute of the
+# agent (a pydantic model), deprecated ones included (__fields__, model_computed_fields on the
+# instance): pydantic's warnings about LlamaIndex's own code (workflows/utils.py,
+# get_steps_from_instance), on every agent it builds. ReActAgent's own step code reads
+# ctx.is_running, which warns that doing so in a step is deprecated.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:is_running called from within a step"),
+]
+
+
+def search(query: str) -> str:
+    """Search the web."""
+    return f"results for {query}"
+
+
+def shell(cmd: str) -> str:
+    """Run a shell command."""
+    return f"ran {cmd}"
+
+
+def broken(path: str) -> str:
+    """Read a file."""
+    raise PermissionError(f"cannot read {path}")
+
+
+class Scripted:
+    """A scripted model for a function-calling agent: first it calls ``calls`` (tool name,
+    arguments), then it answers with what the tools returned; it keeps the messages it saw."""
+
+    def __init__(self, *calls: tuple[str, dict[str, Any]]) -> None:
+        self.calls = calls
+        self.seen: list[list[ChatMessage]] = []
+
+    def __call__(self, messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+        self.seen.append(list(messages))
+        results = [str(m.content) for m in messages if m.role == "tool"]
+        if results:
+            return ChatMessage(role="assistant", content="done: " + " | ".join(results))
+        blocks = [
+            ToolCallBlock(tool_call_id=f"call-{i}", tool_name=name, tool_kwargs=args)
+            for i, (name, args) in enumerate(self.calls)
+        ]
+        return ChatMessage(role="assistant", blocks=blocks)
+
+
+def run_agent(dbg: flowdbg.Debugger, agent: Workflow, message: str) -> flowdbg.RunHandle:
+    async def go() -> Any:
+        return await agent.run(user_msg=message)
+
+    return dbg.start(lambda: asyncio.run(go()))
+
+
+def test_llama_index_core_workflow_is_the_same_workflow_class() -> None:
+    import workflows
+
+    assert Workflow is workflows.Workflow
+    assert (
+        flowdbg.Debugger(record=False)
+        .adapters["llamaindex"]
+        .adapter.matches(FunctionAgent(tools=[search], llm=MockFunctionCallingLLM()))
+    )
+
+
+def test_function_agent_tool_breakpoint_holds_the_tool_and_edits_its_arguments(
+    dbg: flowdbg.Debugger,
+) -> None:
+    model = Scripted(("search", {"query": "flights"}), ("shell", {"cmd": "rm -rf /tmp/cache"}))
+    agent = FunctionAgent(
+        tools=[search, shell], llm=MockFunctionCallingLLM(response_generator=model)
+    )
+    dbg.attach(agent)
+    bp = dbg.break_on_tool("shell", args_pattern=r"rm\s+-rf")
+    run = run_agent(dbg, agent, "find flights and clean up")
+
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "shell",
+        "tool",
+        "before",
+    )
+    assert stop.location.path == ("call_tool",)
+    assert stop.breakpoints == (bp.id,)
+    assert dbg.inspect("args:cmd") == "rm -rf /tmp/cache"
+    with pytest.raises(flowdbg.EditRefused, match="mapping"):
+        dbg.set("args:", "ls")
+    dbg.set("cmd", "ls /tmp/cache")
+    dbg.resume()
+    assert dbg.wait_for_stop(WAIT) is None
+    answer = str(run.result(WAIT))
+    assert "ran ls /tmp/cache" in answer
+    assert "rm -rf" not in answer
+    (log,) = dbg.runs
+    tools = [(s.node, s.kind) for s in log.steps if s.kind == "tool"]
+    assert sorted(tools) == [("search", "tool"), ("shell", "tool")]
+
+
+def test_react_agent_tool_result_edited_at_the_after_stop_reaches_the_model(
+    dbg: flowdbg.Debugger,
+) -> None:
+    seen: list[str] = []
+
+    def model(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
+        seen.append("\n".join(str(m.content) for m in messages))
+        if len(seen) > 1:
+            return ChatMessage(role="assistant", content="Thought: I can answer.\nAnswer: done")
+        return ChatMessage(
+            role="assistant",
+            content='Thought: I need to search.\nAction: search\nAction Input: {"query": "x"}',
+        )
+
+    agent = ReActAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg.attach(agent)
+    dbg.break_after("search", kind="tool")
+    run = run_agent(dbg, agent, "search for x")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.position) == ("search", "after")
+    assert dbg.inspect("result:") == "results for x"
+    dbg.set("", "nothing found")
+    dbg.resume()
+    assert str(run.result(WAIT)) == "done"
+    assert "Observation: nothing found" in seen[-1]
+    assert "results for x" not in seen[-1]
+
+
+def test_a_tool_that_raises_stops_at_its_error_point(dbg: flowdbg.Debugger) -> None:
+    model = Scripted(("broken", {"path": "/etc/shadow"}))
+    agent = FunctionAgent(tools=[broken], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg.attach(agent)
+    dbg.break_on_exception(PermissionError)
+    run = run_agent(dbg, agent, "read it")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "broken",
+        "tool",
+        "error",
+    )
+    assert stop.reason == StopReason.EXCEPTION
+    assert str(stop.exception) == "cannot read /etc/shadow"
+    dbg.resume()  # the agent goes on as it would: the error is the tool's output
+    assert "cannot read /etc/shadow" in str(run.result(WAIT))
+
+
+def test_step_over_a_call_tool_step_skips_its_tool(dbg: flowdbg.Debugger) -> None:
+    model = Scripted(("search", {"query": "a"}))
+    agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg.attach(agent)
+    dbg.break_before("call_tool")
+    run = run_agent(dbg, agent, "go")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.node == "call_tool"
+    assert dbg.inspect("tool_name") == "search"
+    dbg.step_over()
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert stop.location.kind == "node" and stop.location.node == "aggregate_tool_results"
+    dbg.clear()
+    dbg.resume()
+    assert "results for a" in str(run.result(WAIT))
+
+
+def test_agent_workflow_is_debugged_like_any_workflow(dbg: flowdbg.Debugger) -> None:
+    model = Scripted(("search", {"query": "q"}))
+    agent = FunctionAgent(
+        name="researcher",
+        description="searches",
+        tools=[search],
+        llm=MockFunctionCallingLLM(response_generator=model),
+    )
+    flow = AgentWorkflow(agents=[agent], root_agent="researcher")
+    dbg.attach(flow)
+    dbg.break_on_tool("search")
+    run = run_agent(dbg, flow, "go")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.kind == "tool"
+    assert dbg.inspect("query") == "q"
+    dbg.set("query", "edited")
+    dbg.resume()
+    assert "results for edited" in str(run.result(WAIT))
+    dbg.detach(flow)

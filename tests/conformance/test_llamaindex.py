@@ -1,0 +1,424 @@
+"""The conformance suites run against real LlamaIndex workflows (tox env ``llamaindex``).
+
+How the canonical scenarios map onto an event-driven workflow: the context store is the state;
+a step receives an event carrying the keys its sender computed, commits them to the store (the
+sender's update arrives with its event), computes from the event, writes what it computed to the
+store and returns it as its own event. The last step's stop event carries its update; a run's
+normalized result is the final store with that update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Annotated, Any
+
+import pytest
+
+pytest.importorskip("workflows", reason="the llamaindex extra is not installed")
+
+from workflows import Context, Workflow, step
+from workflows.collect import Collect
+from workflows.events import Event, StartEvent, StopEvent
+
+from flowdbg.testing import (
+    AbstractAsyncTests,
+    AbstractBreakpointTests,
+    AbstractConditionTests,
+    AbstractExceptionTests,
+    AbstractHandoffTests,
+    AbstractLogpointTests,
+    AbstractObserverTests,
+    AbstractParallelTests,
+    AbstractPauseTests,
+    AbstractRecordingTests,
+    AbstractStateEditingTests,
+    AbstractSteppingTests,
+    AbstractTerminateTests,
+    AbstractToolTests,
+    AbstractTransparencyTests,
+    AbstractViewTests,
+    AbstractWaitTests,
+    AbstractWatchTests,
+    AdapterFixtures,
+    Scenario,
+)
+
+#: Longest a slow step waits for release() before giving up on its own.
+SLOW_LIMIT = 10.0
+
+
+class Done(StopEvent):
+    """The last step's update, as the run's result."""
+
+
+def fields(event: Any) -> dict[str, Any]:
+    """The keys an event carries (declared and dynamic fields)."""
+    out = {name: getattr(event, name) for name in type(event).model_fields}
+    out.update(event.to_dict())
+    out.pop("result", None)  # StopEvent's own field, unused here
+    return out
+
+
+async def commit(ctx: Context, values: dict[str, Any]) -> None:
+    for key, value in values.items():
+        await ctx.store.set(key, value)
+
+
+async def received(ctx: Context, event: Event) -> dict[str, Any]:
+    """Commit the update an event carries to the store; return its keys."""
+    values = fields(event)
+    await commit(ctx, values)
+    return values
+
+
+async def wrote(ctx: Context, kind: type[Event], **values: Any) -> Any:
+    """Write a step's update to the store and return it as an event of ``kind``."""
+    await commit(ctx, values)
+    return kind(**values)
+
+
+async def _arun(wf: Workflow, input: dict[str, Any]) -> dict[str, Any]:
+    # the run's state starts as its input: a context whose store holds it (LlamaIndex's way of
+    # starting a run from a prepared state)
+    ctx = Context(wf)
+    await commit(ctx, input)
+    handler = wf.run(ctx=ctx, **input)
+    result = await handler
+    state = await handler.ctx.store.get_state()
+    return {**state.to_dict(), **fields(result)}
+
+
+def _scenario(wf: Workflow, input: dict[str, Any], **extra: Any) -> Scenario:
+    return Scenario(
+        target=wf,
+        run=lambda s: asyncio.run(_arun(wf, s)),
+        arun=lambda s: _arun(wf, s),
+        input=input,
+        **extra,
+    )
+
+
+# -- linear ----------------------------------------------------------------------------------
+
+
+class AEvent(Event):
+    pass
+
+
+class BEvent(Event):
+    pass
+
+
+class Linear(Workflow):
+    @step
+    async def a(self, ctx: Context, ev: StartEvent) -> AEvent:
+        s = await received(ctx, ev)
+        return await wrote(ctx, AEvent, x=s["x"] + 1)
+
+    @step
+    async def b(self, ctx: Context, ev: AEvent) -> BEvent:
+        s = await received(ctx, ev)
+        return await wrote(ctx, BEvent, x=s["x"] * 10)
+
+    @step
+    async def c(self, ctx: Context, ev: BEvent) -> Done:
+        await received(ctx, ev)
+        return await wrote(ctx, Done, y=await ctx.store.get("x") + 1)
+
+
+# -- loop --------------------------------------------------------------------------------------
+
+
+class Again(Event):
+    pass
+
+
+class Finish(Event):
+    pass
+
+
+def loop(effects: list[str]) -> Workflow:
+    class Loop(Workflow):
+        @step
+        async def inc(self, ctx: Context, ev: StartEvent | Again) -> Again | Finish:
+            s = await received(ctx, ev)
+            count = s.get("count", await ctx.store.get("count")) + 1
+            effects.append(f"route {count}")
+            return await wrote(ctx, Again if count < 5 else Finish, count=count)
+
+        @step
+        async def done(self, ctx: Context, ev: Finish) -> Done:
+            await received(ctx, ev)
+            return await wrote(ctx, Done, finished=True)
+
+    return Loop(timeout=30)
+
+
+# -- branch ------------------------------------------------------------------------------------
+
+
+class Pos(Event):
+    pass
+
+
+class Neg(Event):
+    pass
+
+
+class Branch(Workflow):
+    @step
+    async def start(self, ctx: Context, ev: StartEvent) -> Pos | Neg:
+        s = await received(ctx, ev)
+        return await wrote(ctx, Pos if s["x"] > 0 else Neg, seen=True)
+
+    @step
+    async def pos(self, ctx: Context, ev: Pos) -> Done:
+        await received(ctx, ev)
+        return await wrote(ctx, Done, sign="+")
+
+    @step
+    async def neg(self, ctx: Context, ev: Neg) -> Done:
+        await received(ctx, ev)
+        return await wrote(ctx, Done, sign="-")
+
+
+# -- parallel ----------------------------------------------------------------------------------
+
+
+class P1Go(Event):
+    pass
+
+
+class P2Go(Event):
+    pass
+
+
+class PDone(Event):
+    pass
+
+
+def parallel(effects: list[str]) -> Workflow:
+    class Parallel(Workflow):
+        @step
+        async def fan(self, ctx: Context, ev: StartEvent) -> list[P1Go | P2Go]:
+            await received(ctx, ev)
+            return [P1Go(), P2Go()]
+
+        @step
+        async def p1(self, ctx: Context, ev: P1Go) -> PDone:
+            return PDone(items=["p1"])
+
+        @step
+        async def p2(self, ctx: Context, ev: P2Go) -> PDone:
+            return PDone(items=["p2"])
+
+        @step
+        async def join(self, ctx: Context, results: Annotated[list[PDone], Collect()]) -> Done:
+            items = list(await ctx.store.get("items"))
+            for result in results:  # the list-add "reducer" of the branches' items
+                effects.append(f"reduce {result['items']}")
+                items += result["items"]
+            await commit(ctx, {"items": items})
+            return await wrote(ctx, Done, total=len(items))
+
+    return Parallel(timeout=30)
+
+
+# -- nested ------------------------------------------------------------------------------------
+
+
+class I1Event(Event):
+    pass
+
+
+class SubDone(Event):
+    pass
+
+
+class Inner(Workflow):
+    @step
+    async def inner1(self, ctx: Context, ev: StartEvent) -> I1Event:
+        s = await received(ctx, ev)
+        return await wrote(ctx, I1Event, x=s["x"] * 10)
+
+    @step
+    async def inner2(self, ctx: Context, ev: I1Event) -> Done:
+        s = await received(ctx, ev)
+        return await wrote(ctx, Done, z=s["x"] + 1)
+
+
+class PreDone(Event):
+    pass
+
+
+class Nested(Workflow):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sub_workflow = Inner(timeout=30)
+
+    @step
+    async def pre(self, ctx: Context, ev: StartEvent) -> PreDone:
+        s = await received(ctx, ev)
+        return await wrote(ctx, PreDone, x=s["x"] + 1)
+
+    @step
+    async def sub(self, ctx: Context, ev: PreDone) -> SubDone:
+        s = await received(ctx, ev)
+        inner = await _arun(self.sub_workflow, {"x": s["x"]})  # the nested run's final state
+        return await wrote(ctx, SubDone, **inner)
+
+    @step
+    async def post(self, ctx: Context, ev: SubDone) -> Done:
+        await received(ctx, ev)
+        return await wrote(ctx, Done, done=True)
+
+
+# -- failing, slow -----------------------------------------------------------------------------
+
+
+class Failing(Workflow):
+    @step
+    async def a(self, ctx: Context, ev: StartEvent) -> AEvent:
+        s = await received(ctx, ev)
+        return await wrote(ctx, AEvent, x=s["x"] + 1)
+
+    @step
+    async def boom(self, ctx: Context, ev: AEvent) -> Done:
+        s = await received(ctx, ev)
+        raise ValueError(f"boom at x={s['x']}")
+
+
+class Slowed(Event):
+    pass
+
+
+def slow(started: threading.Event, gate: threading.Event) -> Workflow:
+    class Slow(Workflow):
+        @step
+        def slow(self, ctx: Context, ev: StartEvent) -> Slowed:
+            # a sync step: LlamaIndex runs it in a thread of its executor
+            started.set()
+            gate.wait(SLOW_LIMIT)
+            return Slowed(x=ev["x"] + 1)
+
+        @step
+        async def after(self, ctx: Context, ev: Slowed) -> Done:
+            await received(ctx, ev)
+            return await wrote(ctx, Done, y=1)
+
+    return Slow(timeout=60)
+
+
+class LlamaIndexFixtures(AdapterFixtures):
+    """The canonical scenarios, built natively as LlamaIndex workflows."""
+
+    adapter = "llamaindex"
+    # a step writes the store itself and routes by the type of the event it returns; its
+    # output is that event
+    merged_updates = False
+
+    def build_linear(self) -> Scenario:
+        return _scenario(Linear(timeout=30), {"x": 1})
+
+    def build_loop(self) -> Scenario:
+        effects: list[str] = []
+        return _scenario(loop(effects), {"count": 0}, effects=effects)
+
+    def build_branch(self, positive: bool) -> Scenario:
+        return _scenario(Branch(timeout=30), {"x": 1 if positive else -1})
+
+    def build_parallel(self) -> Scenario:
+        effects: list[str] = []
+        return _scenario(parallel(effects), {"items": []}, effects=effects)
+
+    def build_nested(self) -> Scenario:
+        return _scenario(Nested(timeout=30), {"x": 1})
+
+    def build_failing(self) -> Scenario:
+        return _scenario(Failing(timeout=30), {"x": 1})
+
+    def build_slow(self) -> Scenario:
+        started = threading.Event()
+        gate = threading.Event()
+        scn = _scenario(slow(started, gate), {"x": 1}, started=started, release=gate.set)
+        return scn
+
+    def build_tools(self) -> Scenario:
+        raise NotImplementedError(
+            "a LlamaIndex agent calls each tool in a call_tool step of its own, not inside the "
+            "step that chose it (as the scenario's 'agent' unit does); tests/adapters/llamaindex/"
+            "test_agents.py covers tool units on FunctionAgent, ReActAgent and AgentWorkflow"
+        )
+
+
+class TestLlamaIndexBreakpoints(LlamaIndexFixtures, AbstractBreakpointTests):
+    pass
+
+
+class TestLlamaIndexConditions(LlamaIndexFixtures, AbstractConditionTests):
+    pass
+
+
+class TestLlamaIndexExceptions(LlamaIndexFixtures, AbstractExceptionTests):
+    pass
+
+
+class TestLlamaIndexWatches(LlamaIndexFixtures, AbstractWatchTests):
+    pass
+
+
+class TestLlamaIndexStepping(LlamaIndexFixtures, AbstractSteppingTests):
+    pass
+
+
+class TestLlamaIndexStateEditing(LlamaIndexFixtures, AbstractStateEditingTests):
+    pass
+
+
+class TestLlamaIndexPause(LlamaIndexFixtures, AbstractPauseTests):
+    pass
+
+
+class TestLlamaIndexParallel(LlamaIndexFixtures, AbstractParallelTests):
+    pass
+
+
+class TestLlamaIndexTerminate(LlamaIndexFixtures, AbstractTerminateTests):
+    pass
+
+
+class TestLlamaIndexLogpoints(LlamaIndexFixtures, AbstractLogpointTests):
+    pass
+
+
+class TestLlamaIndexTransparency(LlamaIndexFixtures, AbstractTransparencyTests):
+    pass
+
+
+class TestLlamaIndexWait(LlamaIndexFixtures, AbstractWaitTests):
+    pass
+
+
+class TestLlamaIndexAsync(LlamaIndexFixtures, AbstractAsyncTests):
+    pass
+
+
+class TestLlamaIndexObservers(LlamaIndexFixtures, AbstractObserverTests):
+    pass
+
+
+class TestLlamaIndexTools(LlamaIndexFixtures, AbstractToolTests):
+    pass
+
+
+class TestLlamaIndexViews(LlamaIndexFixtures, AbstractViewTests):
+    pass
+
+
+class TestLlamaIndexRecording(LlamaIndexFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestLlamaIndexHandoffs(LlamaIndexFixtures, AbstractHandoffTests):
+    pass

@@ -8,6 +8,7 @@ keeps running). Several stops can be open at once; one of them is *selected* and
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
 import inspect
@@ -157,6 +158,14 @@ class IdTaken(ValueError):
     """A breakpoint's id is already in use (see :meth:`Controller.add_breakpoint`)."""
 
 
+def _asyncio_task() -> Any:
+    """The asyncio task running now, or ``None`` (no asyncio loop: trio, or a thread)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
 class Controller:
     """Breakpoint matching, stops, stepping, pause and terminate for one debugger."""
 
@@ -190,6 +199,8 @@ class Controller:
         self.running: set[Unit] = set()
         #: asyncio tasks terminate() cancelled, with the top-level run of the unit each ran
         self._cancelled: dict[Any, RunScope] = {}
+        #: asyncio tasks waiting at a stop now (a call a running unit makes), with how many
+        self._holding: dict[Any, int] = {}
         self._sync_waiters = 0  # threads in _wait(): _notify() is skipped when there are none
         self._warned: set[str] = set()
         self.observe_events = False
@@ -418,6 +429,9 @@ class Controller:
             self._publish(stop)
         if stop is None:
             return input if position == _BEFORE else output
+        holding = _asyncio_task()
+        if holding is not None:  # terminate() lets the stop end this task's wait (see _cancel)
+            self._holding[holding] = self._holding.get(holding, 0) + 1
         try:
             while not stop._event.is_set():
                 waker = AsyncWaker()
@@ -430,6 +444,11 @@ class Controller:
         except anyio.get_cancelled_exc_class():
             self._abandon(stop)
             raise
+        finally:
+            if holding is not None:
+                left = self._holding.pop(holding, 1) - 1
+                if left:
+                    self._holding[holding] = left
         return self._go_on(stop, stop._action)
 
     def _check(
@@ -840,7 +859,13 @@ class Controller:
         from flowdbg.runtime import TERMINATE_MESSAGE
 
         def cancel() -> None:  # on the loop's thread: the unit cannot finish meanwhile
-            if unit in self.running and not task.done() and task not in self._cancelled:
+            # (a task held at a stop, in a call its unit makes, ends by the stop's Terminated)
+            if (
+                unit in self.running
+                and not task.done()
+                and task not in self._cancelled
+                and task not in self._holding
+            ):
                 self._cancelled[task] = unit.run.root
                 task.cancel(TERMINATE_MESSAGE)
 

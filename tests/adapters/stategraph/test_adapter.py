@@ -476,3 +476,37 @@ def test_edited_tool_arguments_are_checked_against_its_signature() -> None:
         dbg.set("cmd", "ls")
         dbg.resume()
         assert run.result(T) == {"ran": "ran ls within 2"}
+
+
+def test_terminate_at_a_tool_stop_inside_an_async_node_ends_it_by_the_stop() -> None:
+    """The node is running (its tool call is held): terminate() ends the wait at the stop with
+    Terminated rather than cancelling the node's task under it."""
+    import asyncio
+
+    from flowdbg.adapters.stategraph import tool
+
+    @tool
+    async def fetch(url: str) -> str:
+        await asyncio.sleep(0)
+        return f"got {url}"
+
+    async def agent(state: dict[str, Any]) -> dict[str, Any]:
+        return {"page": await fetch.ainvoke({"url": "https://example.org"})}
+
+    g = StateGraph(name="fetching")
+    g.add_node("agent", agent)
+    g.set_entry_point("agent")
+    g.add_edge("agent", END)
+    with flowdbg.Debugger() as dbg:
+        app = dbg.attach(g.compile())
+        dbg.break_on_tool("fetch")
+        run = dbg.start(app.ainvoke, {})
+        stop = dbg.wait_for_stop(T)
+        assert stop is not None and stop.location.kind == "tool"
+        assert [u["node"] for u in dbg.status().running] == ["agent"]
+        dbg.terminate()
+        with pytest.raises(flowdbg.Terminated) as raised:
+            run.result(T)
+        assert not isinstance(raised.value.__cause__, asyncio.CancelledError)
+        steps = {step.node: step.status for step in dbg.runs[-1].steps}
+        assert steps == {"fetch": "terminated", "agent": "terminated"}

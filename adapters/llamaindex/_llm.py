@@ -264,8 +264,8 @@ def _edited_messages(payload: Any, original: list[Any], node: str) -> list[Any]:
         keys = sorted(payload) if isinstance(payload, Mapping) else type(payload).__name__
         raise EditRefused(
             f"the input of model call {node!r} is {{'messages': [...]}}, the messages the model "
-            f"receives (not {keys}): edit messages[i] (a message, or its text), or "
-            "messages[i].blocks[j].text"
+            f"receives (not {keys}): edit messages[i] (a message, or its text), "
+            "messages[i].content or messages[i].blocks[j].text"
         )
     messages = payload["messages"]
     if not isinstance(messages, (list, tuple)):

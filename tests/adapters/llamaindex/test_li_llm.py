@@ -199,17 +199,28 @@ def test_a_model_call_holds_before_the_model_is_called_and_edited_messages_reach
     assert model.calls == 2
 
 
-def test_a_message_edited_through_its_blocks_reaches_the_model(dbg: flowdbg.Debugger) -> None:
+def test_message_text_is_edited_through_content_or_blocks(dbg: flowdbg.Debugger) -> None:
     model = Model()
     agent = function_agent(model, streaming=False)
     dbg.attach(agent)
     dbg.break_before("*", kind="llm")
+    dbg.break_after("*", kind="llm")
     run = run_agent(dbg, agent, "find flights")
     assert dbg.wait_for_stop(WAIT) is not None
-    dbg.set("messages[-1].blocks[0].text", "find buses")
-    dbg.clear()
+    dbg.set("messages[-1].content", "find buses")
+    assert dbg.inspect("messages[-1].blocks[0].text") == "find buses"
     dbg.resume()
-    run.result(WAIT)
+    assert dbg.wait_for_stop(WAIT) is not None  # after: the reply is a tool call, no text
+    with pytest.raises(flowdbg.PathError, match="blocks"):
+        dbg.set("content", "no tool")  # ChatMessage's own refusal: set blocks instead
+    dbg.resume()
+    assert dbg.wait_for_stop(WAIT) is not None  # the second call
+    dbg.resume()
+    assert dbg.wait_for_stop(WAIT) is not None
+    assert dbg.inspect("content") == "done: results for flights"
+    dbg.set("content", "edited")
+    dbg.resume()
+    assert str(run.result(WAIT)) == "edited"
     assert model.seen[0] == ["find buses"]
 
 

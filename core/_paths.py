@@ -477,9 +477,26 @@ def _pydantic_field_frozen(model: Any, name: str) -> bool:
     return bool(getattr(info, "frozen", False))
 
 
+def _property_setter(obj: Any, name: str) -> Any:
+    """The setter of the property ``name`` of ``obj``'s class, if it has one."""
+    found = getattr(type(obj), name, None)
+    return found.fset if isinstance(found, property) else None
+
+
 def _set_attribute(obj: Any, name: str, value: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
     where = _where(parts, upto)
     if _is_pydantic_model(obj):
+        setter = _property_setter(obj, name)
+        if setter is not None and name not in _model_field_names(obj):
+            # a property over the model's fields (LlamaIndex's ChatMessage.content, over its
+            # blocks): set through it, as the model's own code would
+            try:
+                setattr(obj, name, value)
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise PathError(
+                    f"cannot set {name!r} {where} on a {type(obj).__name__}: {exc}"
+                ) from exc
+            return obj
         if name not in _model_field_names(obj):
             raise PathError(
                 f"state has no field {name!r} {where}; "

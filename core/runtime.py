@@ -751,6 +751,8 @@ class Unit:
         return await self.aafter(output=output, state=state, decision=_decided(decide, output))
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
+        if status == "failed" and isinstance(exc, asyncio.CancelledError):
+            exc = self._terminated(exc)
         if status == "failed" and isinstance(exc, Terminated):
             status = "terminated"  # the debugger ended the run here: not an error of the unit
         self.status = status
@@ -761,6 +763,18 @@ class Unit:
             if failed is not None:
                 failed.append(self)
         self.run._finished(self)
+
+    def _terminated(self, exc: asyncio.CancelledError) -> BaseException:
+        """A :class:`flowdbg.Terminated` for the cancellation with which terminate() stopped
+        the task this unit runs in, else ``exc``. A call a unit makes (a tool, a model) runs in
+        the unit's task: held at a stop there when the run is terminated, it sees the
+        cancellation of the enclosing unit's task before the stop hands it its Terminated."""
+        root = self.run.root
+        if not root.terminated or not self.run.ctl.cancelled_units(root):
+            return exc
+        terminated = Terminated()
+        terminated.__cause__ = exc
+        return terminated
 
     def look(
         self, position: str, output: Any, resolve: Callable[[Any], tuple[Any, Any]]

@@ -41,6 +41,10 @@ class _Held:
         self.runtime = runtime
         self.owners: set[Any] = set()
         self.children: list[Any] = []
+        #: the models the workflow holds (an agent's llm), and the patches that make their
+        #: calls units (see _llm.py)
+        self.llms: list[Any] = []
+        self.patches: list[Any] = []
 
 
 _HELD: dict[int, _Held] = {}
@@ -81,8 +85,9 @@ class LlamaIndexAdapter(Adapter):
             # inside that step: arguments editable before, the result after
             Capability.TOOL_CALLS,
             Capability.TOOL_ARG_EDITING,
-            # Not LLM_CALLS: an agent's model call happens inside its run_agent_step step and is
-            # not reported as a unit of its own.
+            # a model call an agent's step makes on the model it holds is an llm unit inside
+            # that step: messages editable before the call, the reply after it (_llm.py)
+            Capability.LLM_CALLS,
         }
     )
 
@@ -120,6 +125,7 @@ class LlamaIndexAdapter(Adapter):
 
     def _acquire(self, workflow: Any, debugger: Debugger, owner: Any, seen: set[int]) -> None:
         from flowdbg.adapters.llamaindex._hooks import DebugRuntime
+        from flowdbg.adapters.llamaindex._llm import hold_llms, llms_of
 
         if id(workflow) in seen:
             return
@@ -136,6 +142,8 @@ class LlamaIndexAdapter(Adapter):
         # refuse once a run locked the runtime, which matters for runtimes that register at
         # launch (refused in _check), not for one that registers per run.
         workflow._runtime = runtime
+        held.llms = llms_of(workflow)
+        held.patches = hold_llms(held.llms)
         for child in _children(workflow):
             self._acquire(child, debugger, id(workflow), seen)
             held.children.append(child)
@@ -155,6 +163,10 @@ class LlamaIndexAdapter(Adapter):
         held.runtime.active = False
         if vars(workflow).get("_runtime") is held.runtime:
             workflow._runtime = held.original
+        if held.llms:
+            from flowdbg.adapters.llamaindex._llm import release_llms
+
+            release_llms(held.llms, held.patches)
         for child in held.children:
             self._release(child, id(workflow))
 

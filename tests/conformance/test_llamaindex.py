@@ -347,8 +347,9 @@ class LlamaIndexFixtures(AdapterFixtures):
     def build_tools(self) -> Scenario:
         raise NotImplementedError(
             "a LlamaIndex agent calls each tool in a call_tool step of its own, not inside the "
-            "step that chose it (as the scenario's 'agent' unit does); tests/adapters/llamaindex/"
-            "test_agents.py covers tool units on FunctionAgent, ReActAgent and AgentWorkflow"
+            "step that chose it (as the scenario's 'agent' unit does, which the tool and llm "
+            "tests assume); tests/adapters/llamaindex/test_agents.py covers tool units and "
+            "test_li_llm.py llm units on FunctionAgent, ReActAgent and AgentWorkflow"
         )
 
 

@@ -573,3 +573,30 @@ def test_unit_acall_awaits_the_call(dbg: flowdbg.Debugger, backend: str) -> None
 
     assert anyio.run(main, backend=backend) == ("hi!", 8)
     assert [(s.node, s.output) for s in dbg.runs[-1].steps] == [("llm", "hi!"), ("tool", 8)]
+
+
+def test_a_call_held_when_its_units_task_is_cancelled_by_terminate_is_terminated(
+    dbg: flowdbg.Debugger,
+) -> None:
+    # A call a unit makes runs in the unit's task; terminate() cancels the task of the running
+    # unit, which the held call may see before its stop hands it Terminated.
+    dbg.break_before("chat", kind="llm")
+
+    async def main() -> None:
+        async with dbg.begin_run(framework="t", name="r", input=None) as scope:
+            agent = scope.unit("agent")
+            await agent.abefore(state={})
+            try:
+                await agent.frame().unit("chat", kind="llm").acall(lambda x: x, "hi")
+            except BaseException as exc:
+                raise agent.discard(exc) or exc from exc
+            await agent.aafter(output={})
+
+    run = dbg.start(main)
+    assert dbg.wait_for_stop(T) is not None
+    dbg.terminate()
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+    steps = {s.node: s for s in dbg.runs[-1].steps}
+    assert (steps["agent"].status, steps["chat"].status) == ("terminated", "terminated")
+    assert steps["chat"].error is not None and steps["chat"].error.type == "Terminated"

@@ -340,6 +340,36 @@ def test_set_path_on_pydantic_models() -> None:
         set_path(order, "nope", 1)
 
 
+class Blocks(pydantic.BaseModel):
+    """A message whose text is a property over its blocks (as LlamaIndex's ChatMessage)."""
+
+    blocks: list[str] = []
+
+    @property
+    def content(self) -> str:
+        return "".join(self.blocks)
+
+    @content.setter
+    def content(self, text: str) -> None:
+        if len(self.blocks) > 1:
+            raise ValueError("several blocks: set blocks instead")
+        self.blocks = [text]
+
+    @property
+    def size(self) -> int:
+        return len(self.blocks)
+
+
+def test_set_path_sets_a_pydantic_property_through_its_setter() -> None:
+    message = Blocks(blocks=["hi"])
+    assert set_path({"m": [message]}, "m[0].content", "hello")["m"][0] is message
+    assert message.blocks == ["hello"]
+    with pytest.raises(PathError, match="several blocks: set blocks instead"):
+        set_path(Blocks(blocks=["a", "b"]), "content", "x")
+    with pytest.raises(PathError, match="no field 'size'"):  # a property with no setter
+        set_path(message, "size", 3)
+
+
 def test_set_path_pydantic_validation_is_left_to_pydantic() -> None:
     model = Validated(count=1)
     set_path(model, "count", "7")

@@ -1,0 +1,428 @@
+"""Model calls of LlamaIndex agents as flowdbg units of kind ``llm`` (imports ``workflows``:
+loaded by ``attach``; LlamaIndex's own model classes, from llama-index-core, only once an
+attached workflow holds one).
+
+Where the hook sits, and why there. An agent's step calls its model itself, through four async
+methods of the ``LLM`` object it holds (checked in llama-index-core 0.14.25):
+``FunctionAgent`` calls ``achat_with_tools`` or ``astream_chat_with_tools``
+(``agent/workflow/function_agent.py``); ``ReActAgent`` and ``AgentWorkflow``'s own steps call
+``achat`` or ``astream_chat`` (``react_agent.py``, ``base_agent.py`` and
+``multi_agent_workflow.py`` ``_get_llm_response``). Agents stream by default
+(``BaseWorkflowAgent.streaming``).
+
+LlamaIndex's instrumentation (``llama_index_instrumentation`` dispatcher: ``LLMChatStartEvent``,
+span handlers) reports these calls but cannot hold them: its handlers are sync and called on the
+event loop (a handler that waits stalls every run on the loop), and the messages it reports are
+not what the model receives if changed. So flowdbg replaces those methods on the model's class
+(:func:`flowdbg.patching.patch`: shared, counted, put back exactly by the last holder), for as
+long as a workflow holding a model of that class is attached. The replacement runs in the
+calling step's task, before the model is called: it opens the unit, awaits its ``before`` point
+(which may hold only that task), calls the model with the messages as edited there, and awaits
+the ``after`` point with the reply. A call becomes a unit only when it is made on one of the
+model objects an attached workflow holds, inside one of its steps; every other call of the class
+goes straight to the original method.
+
+The class rather than the object: an LLM is a pydantic model, whose copies (``model_copy``,
+``copy.deepcopy``) would carry a method set on the object (in its ``__dict__``) and call the
+original object's model from the copy; pickling it would fail. Patched on the class, the object
+itself is never changed.
+
+Only the outermost of these methods in a call is a unit (``achat_with_tools`` calls ``achat``;
+a model may implement ``achat`` with ``achat`` of another model): :data:`_CALLING` marks the
+task while a unit's model call runs.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.adapters.llamaindex._hooks import RUN, _held
+from flowdbg.errors import EditRefused
+from flowdbg.patching import Patch, patch, unpatch
+
+if TYPE_CHECKING:
+    from flowdbg.adapters.llamaindex._hooks import _Run
+    from flowdbg.runtime import Unit
+
+__all__ = ["hold_llms", "is_llm", "llms_of", "release_llms"]
+
+#: the chat methods agents call, and whether each streams
+_METHODS = {
+    "achat": False,
+    "astream_chat": True,
+    "achat_with_tools": False,
+    "astream_chat_with_tools": True,
+}
+_WITH_TOOLS = ("achat_with_tools", "astream_chat_with_tools")
+
+#: id(model) -> how many attached workflows hold it (the workflows keep the objects alive, so
+#: their ids stay theirs while counted)
+_HELD: dict[int, int] = {}
+
+#: set while the model call of an llm unit runs in this task: inner chat calls are not units
+_CALLING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "flowdbg_llamaindex_llm_call", default=False
+)
+
+
+# -- which objects are models ------------------------------------------------------------------
+
+
+def is_llm(obj: Any) -> bool:
+    """Whether ``obj`` is a LlamaIndex model (``llama_index.core``'s ``BaseLLM``), judged by
+    class names only (llama-index-core need not be installed)."""
+    return any(
+        cls.__name__ == "BaseLLM" and cls.__module__.startswith("llama_index.core")
+        for cls in type(obj).__mro__
+    )
+
+
+def llms_of(workflow: Any) -> list[Any]:
+    """The models ``workflow`` holds: its attributes that are models (an agent's ``llm``), and
+    those of the agents it keeps in a mapping or a list (``AgentWorkflow.agents``)."""
+    found: dict[int, Any] = {}
+
+    def add(value: Any) -> None:
+        if is_llm(value):
+            found.setdefault(id(value), value)
+
+    for value in vars(workflow).values():
+        add(value)
+        items = (
+            value.values()
+            if isinstance(value, Mapping)
+            else value
+            if isinstance(value, (list, tuple))
+            else ()
+        )
+        for item in items:
+            add(item)
+            attributes = getattr(item, "__dict__", None)
+            if isinstance(attributes, dict):
+                add(attributes.get("llm"))
+    return list(found.values())
+
+
+# -- attaching ---------------------------------------------------------------------------------
+
+
+def hold_llms(llms: list[Any]) -> list[Patch]:
+    """Count ``llms`` as held by one more attached workflow, with their classes' chat methods
+    replaced (call under :data:`flowdbg.patching.LOCK`). Returns the patches to let go of."""
+    patches = []
+    for llm in llms:
+        _HELD[id(llm)] = _HELD.get(id(llm), 0) + 1
+        owner = type(llm)
+        for name, streams in _METHODS.items():
+            if hasattr(owner, name):
+                patches.append(patch(owner, name, _replacement(name, streams)))
+    return patches
+
+
+def release_llms(llms: list[Any], patches: list[Patch]) -> None:
+    """Undo :func:`hold_llms` (under :data:`flowdbg.patching.LOCK`)."""
+    for held in patches:
+        unpatch(held)
+    for llm in llms:
+        count = _HELD.get(id(llm), 0) - 1
+        if count > 0:
+            _HELD[id(llm)] = count
+        else:
+            _HELD.pop(id(llm), None)
+
+
+def _replacement(name: str, streams: bool) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        if streams:
+
+            async def stream_method(self: Any, *args: Any, **kwargs: Any) -> Any:
+                caller = _caller(self)
+                bound = original.__get__(self, type(self))
+                if caller is None:
+                    return await bound(*args, **kwargs)
+                return await _stream_call(*caller, self, name, bound, args, kwargs)
+
+            method = stream_method
+        else:
+
+            async def chat_method(self: Any, *args: Any, **kwargs: Any) -> Any:
+                caller = _caller(self)
+                bound = original.__get__(self, type(self))
+                if caller is None:
+                    return await bound(*args, **kwargs)
+                return await _call(*caller, self, name, bound, args, kwargs)
+
+            method = chat_method
+        function = getattr(original, "__func__", original)
+        method.__name__ = getattr(function, "__name__", name)
+        method.__qualname__ = getattr(function, "__qualname__", name)
+        method.__doc__ = getattr(function, "__doc__", None)
+        method.__wrapped__ = function  # type: ignore[attr-defined]
+        return method
+
+    return make
+
+
+# -- one call ----------------------------------------------------------------------------------
+
+
+def _caller(llm: Any) -> tuple[_Run, Unit] | None:
+    """The workflow run, and the step (or tool) unit in it, making a call on ``llm``, when the
+    call is to be a unit."""
+    if id(llm) not in _HELD or _CALLING.get():
+        return None
+    run = RUN.get()
+    if run is None or not run.runtime.active:
+        return None
+    parent = run.runtime.debugger.current_unit()
+    return None if parent is None else (run, parent)
+
+
+def label(llm: Any) -> str:
+    """An llm unit's name: the model's name where it reports one, else its class name."""
+    try:
+        name = llm.metadata.model_name
+    except Exception:
+        name = None
+    if isinstance(name, str) and name and name != "unknown":
+        return name
+    return type(llm).__name__
+
+
+class _Arguments:
+    """The arguments of a chat call: where its messages are, and the call with others."""
+
+    __slots__ = ("args", "kwargs", "messages", "with_tools")
+
+    def __init__(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+        self.with_tools = name in _WITH_TOOLS
+        if self.with_tools:
+            # (tools, user_msg=None, chat_history=None, ...): FunctionCallingLLM's signature;
+            # the model receives the history, then the user message
+            history = self._get(2, "chat_history") or []
+            user = self._get(1, "user_msg")
+            self.messages = [*history, *([] if user is None else [_message(user, "user")])]
+        else:
+            self.messages = list(self._get(0, "messages") or [])
+
+    def _get(self, index: int, key: str) -> Any:
+        if len(self.args) > index:
+            return self.args[index]
+        return self.kwargs.get(key)
+
+    def _set(
+        self, args: list[Any], kwargs: dict[str, Any], index: int, key: str, value: Any
+    ) -> None:
+        if len(args) > index:
+            args[index] = value
+        else:
+            kwargs[key] = value
+
+    def replaced(self, messages: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments with ``messages`` instead of its own."""
+        args, kwargs = list(self.args), dict(self.kwargs)
+        if self.with_tools:
+            self._set(args, kwargs, 2, "chat_history", messages)
+            if self._get(1, "user_msg") is not None:  # now the last of the messages
+                self._set(args, kwargs, 1, "user_msg", None)
+        else:
+            self._set(args, kwargs, 0, "messages", messages)
+        return tuple(args), kwargs
+
+
+def _message(value: Any, role: str) -> Any:
+    """``value`` as a ``ChatMessage``: a message as it is, text as a message of ``role``, a
+    mapping validated as one.
+
+    :raises EditRefused: for anything else, or a mapping that is no message.
+    """
+    from llama_index.core.base.llms.types import ChatMessage
+
+    if isinstance(value, ChatMessage):
+        return value
+    if isinstance(value, str):
+        return ChatMessage(role=role, content=value)
+    if isinstance(value, Mapping):
+        try:
+            return ChatMessage.model_validate(dict(value))
+        except Exception as exc:  # pydantic.ValidationError
+            raise EditRefused(f"{dict(value)!r} is not a ChatMessage: {exc}") from exc
+    raise EditRefused(
+        f"a message is a ChatMessage, its text, or a mapping of its fields, not a "
+        f"{type(value).__name__}"
+    )
+
+
+def _edited_messages(payload: Any, original: list[Any], node: str) -> list[Any]:
+    """The messages of an edited input ``{"messages": [...]}``; text keeps the role of the
+    message it replaces (``user`` for one added)."""
+    if not isinstance(payload, Mapping) or set(payload) != {"messages"}:
+        keys = sorted(payload) if isinstance(payload, Mapping) else type(payload).__name__
+        raise EditRefused(
+            f"the input of model call {node!r} is {{'messages': [...]}}, the messages the model "
+            f"receives (not {keys}): edit messages[i] (a message, or its text), "
+            "messages[i].content or messages[i].blocks[j].text"
+        )
+    messages = payload["messages"]
+    if not isinstance(messages, (list, tuple)):
+        raise EditRefused(
+            f"the messages of model call {node!r} are a list, not a {type(messages).__name__}"
+        )
+    out = []
+    for index, value in enumerate(messages):
+        role = getattr(original[index], "role", "user") if index < len(original) else "user"
+        out.append(_message(value, str(getattr(role, "value", role))))
+    return out
+
+
+def _edited_reply(payload: Any, reply: Any) -> Any:
+    """The reply message an edit of an llm unit's output gives: a message, a mapping of its
+    fields, or text (a reply of just that text: tool calls the model asked for go with it)."""
+    role = getattr(reply, "role", "assistant")
+    return _message(payload, str(getattr(role, "value", role)))
+
+
+def _checker(messages: list[Any]) -> Callable[[Unit, str, Any], None]:
+    def check_edit(unit: Unit, which: str, payload: Any) -> None:
+        if which == "input":
+            _edited_messages(payload, messages, unit.node)
+        else:
+            _edited_reply(payload, None)
+
+    return check_edit
+
+
+def _reply_of(response: Any) -> Any:
+    return getattr(response, "message", None)
+
+
+def _with_reply(response: Any, message: Any) -> Any:
+    """``response`` (a ``ChatResponse``) carrying ``message`` instead of its own."""
+    return response.model_copy(update={"message": message})
+
+
+def _open(
+    parent: Unit, llm: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Unit, _Arguments]:
+    arguments = _Arguments(name, args, kwargs)
+    unit = parent.frame().unit(
+        label(llm), kind="llm", branch=parent.branch, check_edit=_checker(arguments.messages)
+    )
+    note = getattr(parent, "note", None)  # the workflow's timeout stands still here too
+    if note:
+        unit.note = note
+    return unit, arguments
+
+
+async def _before(
+    run: _Run, unit: Unit, arguments: _Arguments, state: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The before point; the call's arguments, with the messages as edited there."""
+    shown = {"messages": arguments.messages}
+    edited = await _held(run, unit.abefore(state=state, input=shown))
+    if edited is shown:
+        return arguments.args, arguments.kwargs
+    return arguments.replaced(_edited_messages(edited, arguments.messages, unit.node))
+
+
+async def _failed(run: _Run, unit: Unit, exc: BaseException, state: Any) -> BaseException:
+    """Report a model call that raised; the exception to raise on."""
+    if isinstance(exc, Exception):
+        await _held(run, unit.aerror(exc, state=state))
+        return exc
+    raised = unit.discard(exc)  # terminate() cancelled the call: Terminated
+    return exc if raised is None else raised
+
+
+async def _call(
+    run: _Run,
+    parent: Unit,
+    llm: Any,
+    name: str,
+    method: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    unit, arguments = _open(parent, llm, name, args, kwargs)
+    state = parent.state_before
+    args, kwargs = await _before(run, unit, arguments, state)
+    token = _CALLING.set(True)
+    try:
+        response = await method(*args, **kwargs)
+    except BaseException as exc:
+        raised = await _failed(run, unit, exc, state)
+        if raised is exc:
+            raise
+        raise raised from exc
+    finally:
+        _CALLING.reset(token)
+    reply = _reply_of(response)
+    edited = await _held(run, unit.aafter(output=reply, state=state))
+    if edited is reply:
+        return response
+    return _with_reply(response, _edited_reply(edited, reply))
+
+
+async def _stream_call(
+    run: _Run,
+    parent: Unit,
+    llm: Any,
+    name: str,
+    method: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    unit, arguments = _open(parent, llm, name, args, kwargs)
+    state = parent.state_before
+    args, kwargs = await _before(run, unit, arguments, state)
+    token = _CALLING.set(True)
+    try:
+        stream = await method(*args, **kwargs)
+    except BaseException as exc:
+        raised = await _failed(run, unit, exc, state)
+        if raised is exc:
+            raise
+        raise raised from exc
+    finally:
+        _CALLING.reset(token)
+    return _streamed(run, unit, stream, state)
+
+
+async def _streamed(run: _Run, unit: Unit, stream: Any, state: Any) -> AsyncIterator[Any]:
+    """The model's stream, chunk for chunk; when it ends, the unit's after point with the last
+    chunk's message (the reply, as the agent takes it). An edit of the reply there comes as one
+    more chunk, with no text of its own (``delta=""``) and the edited message."""
+    last = None
+    try:
+        while True:
+            token = _CALLING.set(True)
+            try:
+                chunk = await stream.__anext__()
+            except StopAsyncIteration:
+                break
+            finally:
+                _CALLING.reset(token)
+            last = chunk
+            yield chunk
+    except GeneratorExit as exc:  # the caller stopped reading: no reply to show
+        unit.discard(exc)
+        raise
+    except BaseException as exc:
+        raised = await _failed(run, unit, exc, state)
+        if raised is exc:
+            raise
+        raise raised from exc
+    reply = _reply_of(last)
+    edited = await _held(run, unit.aafter(output=reply, state=state))
+    if edited is not reply:
+        message = _edited_reply(edited, reply)
+        if last is None:
+            from llama_index.core.base.llms.types import ChatResponse
+
+            yield ChatResponse(message=message, delta="")
+        else:
+            yield last.model_copy(update={"message": message, "delta": ""})

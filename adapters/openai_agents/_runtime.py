@@ -149,13 +149,23 @@ class AgentRun:
         #: ids of exceptions an error point has shown already
         self.reported: set[int] = set()
         self.final_output: Any = _UNSET
+        #: the run's context wrapper, as a hook last gave it (an error point has none)
+        self.context: Any = None
 
     # ------------------------------------------------------------------ views
 
     def state(self, context: Any = None) -> dict[str, Any]:
-        """The run's state as stops show it: the agent running, the turn (as the SDK counts
-        them) and the run context the user passed (``Runner.run(..., context=...)``)."""
-        ctx = getattr(context, "context", None)
+        """The run's state as stops show it: the run context the user passed
+        (``Runner.run(..., context=...)``), which is the state an agent's tools and hooks read
+        and write. A mapping context is shown as a copy of its items taken at the point (the
+        record of each step keeps the keys as they were then; values are not copied); any
+        other context as ``{"agent": <agent running>, "turn": <as the SDK counts them>,
+        "context": <the context>}``."""
+        wrapper = self.context if context is None else context
+        self.context = wrapper
+        ctx = getattr(wrapper, "context", None)
+        if isinstance(ctx, Mapping):
+            return dict(ctx)
         return {"agent": self.agent_name, "turn": self.turn, "context": ctx}
 
     # ------------------------------------------------------------------ agents

@@ -187,6 +187,9 @@ class SuiteBase(AdapterFixtures):
         if not info.available:
             pytest.skip(f"adapter {self.adapter!r} is unavailable: {info.reason}")
         self.require(*getattr(request.function, _REQUIRES, ()))
+        reason = self.excluded.get(request.function.__name__)
+        if reason is not None:
+            pytest.skip(f"adapter {self.adapter!r} excludes this test: {reason}")
         harness = _Harness()
         request.instance._harness = harness
         yield

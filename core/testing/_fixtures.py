@@ -161,6 +161,13 @@ class AdapterFixtures(abc.ABC):
     #: the kind of the scenarios' own units (``a``, ``inc``, ``triage``...): ``node`` for graph
     #: nodes and workflow steps, ``agent`` where the framework's units are agents
     unit_kind: ClassVar[str] = "node"
+    #: where a model call's messages are in an ``llm`` unit's input (a path): ``messages`` for
+    #: chat models called with a message list; an agent SDK may hand its model an item list
+    llm_messages: ClassVar[str] = "messages"
+    #: tests (by method name) that cannot hold for the framework however the scenarios are
+    #: built, each with the reason, which they are skipped with (a requirement no capability
+    #: names, in the habit of SQLAlchemy's exclusions); keep it short and every reason precise
+    excluded: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:

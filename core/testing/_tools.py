@@ -139,12 +139,19 @@ class AbstractToolTests(SuiteBase):
         expected = [("search", "tool", 1), ("shell", "tool", 1), ("done", self.unit_kind, 0)]
         if Capability.LLM_CALLS in self.capabilities():
             expected.insert(0, ("chat", "llm", 1))
-        seen = []
-        for _ in expected:
+        seen: list[tuple[str, str, int]] = []
+        for _ in range(3 * len(expected)):
+            if len(seen) == len(expected):
+                break
             dbg.step_into()
             stop = self.wait_stop(dbg)
             assert stop.reason == StopReason.STEP
-            seen.append((stop.location.node, stop.location.kind, stop.location.depth))
+            where = (stop.location.node, stop.location.kind, stop.location.depth)
+            if stop.location.kind == "handoff" or (where[1] == "llm" and where in seen):
+                # an agent calls its model again after its tool calls, and hands the run to
+                # the next agent: those steps lie between the ones the scenario names
+                continue
+            seen.append(where)
         assert seen == expected
         dbg.resume()
         self.resume_until_done(dbg, run)
@@ -171,9 +178,12 @@ class AbstractToolTests(SuiteBase):
         stop = self.wait_stop(dbg)
         self.assert_at(stop, "chat", "before", depth=1)
         assert stop.location.kind == "llm"
-        assert dbg.inspect("messages[-1].content", source="input") == "flights"
+        assert dbg.inspect(f"{self.llm_messages}[-1].content", source="input") == "flights"
         dbg.resume()
-        self.wait_no_stop(dbg)
+        while (stop := dbg.wait_for_stop(WAIT)) is not None:
+            # an agent calls its model again after its tool calls: only model turns stop
+            assert stop.location.kind == "llm", f"expected only model turns to stop, got {stop}"
+            dbg.resume()
         assert self.finish(run, scn) == dict(EXPECTED["tools"])
 
     @requires(Capability.LLM_CALLS)

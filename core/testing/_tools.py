@@ -180,9 +180,9 @@ class AbstractToolTests(SuiteBase):
         assert stop.location.kind == "llm"
         assert dbg.inspect(f"{self.llm_messages}[-1].content", source="input") == "flights"
         dbg.resume()
-        while (stop := dbg.wait_for_stop(WAIT)) is not None:
+        while (more := dbg.wait_for_stop(WAIT)) is not None:
             # an agent calls its model again after its tool calls: only model turns stop
-            assert stop.location.kind == "llm", f"expected only model turns to stop, got {stop}"
+            assert more.location.kind == "llm", f"expected only model turns to stop, got {more}"
             dbg.resume()
         assert self.finish(run, scn) == dict(EXPECTED["tools"])
 

@@ -138,6 +138,9 @@ class AgentRun:
         self.llm_unit: Unit | None = None
         #: the unit the next one follows (stepping walks these links)
         self.last: Unit | None = None
+        #: the tool calls made since the last model turn, in the order they started: the next
+        #: turn (or the handoff of this one) receives their results
+        self.tool_units: list[Unit] = []
         self.agent_name: str | None = None
         self.turn = 0
         #: call ids of this turn's local tool calls when there are several: parallel branches
@@ -167,6 +170,16 @@ class AgentRun:
         if isinstance(ctx, Mapping):
             return dict(ctx)
         return {"agent": self.agent_name, "turn": self.turn, "context": ctx}
+
+    def _follows(self) -> Unit | tuple[Unit, ...] | None:
+        """The cause of the next model turn or handoff: the tool calls made since the last
+        turn (the SDK runs them before it, and the model receives their results; parallel
+        calls are several causes, so stepping from any of them lands here), else the unit
+        before it."""
+        made, self.tool_units = self.tool_units, []
+        if not made:
+            return self.last
+        return made[0] if len(made) == 1 else tuple(made)
 
     # ------------------------------------------------------------------ agents
 
@@ -201,7 +214,7 @@ class AgentRun:
         unit = frame.unit(
             _model_name(agent, self.run_config),
             kind="llm",
-            cause=self.last,
+            cause=self._follows(),
             check_edit=_llm_edit(instructions),
         )
         self.llm_unit = unit
@@ -237,7 +250,7 @@ class AgentRun:
                 payload = _json_args(self.calls[tool_name]) or None
                 break
         frame = self.frame or self.scope
-        unit = frame.unit(target, kind="handoff", cause=self.last, check_edit=_handoff_edit)
+        unit = frame.unit(target, kind="handoff", cause=self._follows(), check_edit=_handoff_edit)
         self.last = unit
         value = {"to": target, "payload": payload}
         await unit.abefore(state=self.state(context), input=value)
@@ -265,6 +278,7 @@ class AgentRun:
             cause=self.last,
             check_edit=_tool_edit(tool),
         )
+        self.tool_units.append(unit)
         value = _json_args(args)
         edited = await unit.abefore(state=self.state(ctx), input=value)
         if edited is not value:

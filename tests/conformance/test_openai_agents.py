@@ -54,8 +54,10 @@ _TOP_LEVEL = (
     "branches and their neighbours alone at the top level"
 )
 _TURNS_BETWEEN = (
-    "the agent calls its model after every tool call, so stepping over a tool lands on the "
-    "model turn (an llm unit) before the next tool, where the test expects the next tool"
+    "the agent calls its model after every tool call, so stepping over a tool (a parallel one "
+    "too: the turn receives both calls' results) lands on the model turn (llm unit 'chat') "
+    "before the next tool, where the test expects the next tool (the loop's 'inc', the "
+    "'join')"
 )
 _AGENT_WATCH = (
     "the agent's own unit encloses the tool calls that change the value and, when it ends, "
@@ -244,12 +246,12 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 ("test_two_branches_stop_at_once", "test_parallel_events_carry_branches"),
                 _TOP_LEVEL,
             ),
-            **dict.fromkeys(("test_step_over_follows_a_loop",), _TURNS_BETWEEN),
-            "test_step_over_from_a_branch_reaches_the_join": (
-                "stepping over a parallel tool call stops nowhere: the adapter links a model "
-                "turn to the turn before it (AgentRun.last), not to the tool calls between, so "
-                "no unit follows the branch on its line and the run goes to its end (a gap of "
-                "the adapter, not of the scenario)"
+            **dict.fromkeys(
+                (
+                    "test_step_over_follows_a_loop",
+                    "test_step_over_from_a_branch_reaches_the_join",
+                ),
+                _TURNS_BETWEEN,
             ),
             **dict.fromkeys(
                 ("test_watch_in_a_loop", "test_watch_after_a_parallel_join"), _AGENT_WATCH

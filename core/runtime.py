@@ -325,7 +325,7 @@ class Frame(RunScope):
     stepping, and share the run's id, step counter, units and child runs. A frame is no run of
     its own: :meth:`end` does nothing."""
 
-    __slots__ = ()
+    __slots__ = ("calls_write_state",)
     is_frame = True
 
     def __init__(self, unit: Unit) -> None:
@@ -336,6 +336,12 @@ class Frame(RunScope):
         self.units = run.units
         self.children = run.children
         self._unsettled = run._unsettled
+        #: whether the calls made here write the run's state themselves (an agent's tools
+        #: write the run context the agent shares): each call's record then keeps the state
+        #: given at its after (or error) point. By default a call commits nothing, its unit
+        #: commits what it returns, and the record of a call has no state (see
+        #: :func:`flowdbg.recorder.step_record`).
+        self.calls_write_state = False
 
 
 class Unit:

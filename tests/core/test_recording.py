@@ -305,4 +305,13 @@ def test_a_call_records_its_state_where_calls_write_the_state(
         (3, "inc", written[1]),
         (4, "model", None),
     ]
+    # the state at a call's step: its own, else the latest its unit's calls recorded by then
+    at_calls = [store.get_state(rid, step=n) for n in (2, 3, 4)]
+    if calls_write_state:
+        assert at_calls == [{"n": 1}, {"n": 2}, {"n": 2}]
+        assert store.last_writers(rid) == {"n": (3, "inc")}
+    else:
+        assert at_calls == [{"n": 0}] * 3  # the run's input: the state the agent started from
+        assert store.last_writers(rid) == {"n": (1, "agent")}
+    assert store.get_state(rid, step=1) == store.get_state(rid) == {"n": 2}
     dbg.close()

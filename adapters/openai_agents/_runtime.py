@@ -16,6 +16,12 @@ place and the data:
 - a handoff (kind ``handoff``): ``on_handoff``, after the SDK resolved the target and before it
   starts (the target cannot be changed there: an edit of ``to`` is refused).
 
+Each unit's cause is the unit before it on its line, except that a model turn (or a turn's
+handoff) follows the tool calls made since the turn before, all of them: it receives their
+results, so stepping over any call, a parallel one too, lands on it. Tools write the run
+context themselves, so the calls in an agent's frame record the context after them
+(``Frame.calls_write_state``).
+
 Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 """
 
@@ -190,6 +196,9 @@ class AgentRun:
         unit = self.scope.unit(agent.name, kind="agent", cause=self.last, check_edit=_agent_edit)
         self.agent_unit = unit
         self.frame = unit.frame()
+        # a tool writes the run context itself (and a handoff's callback, a hook may too): the
+        # record of each call keeps the context after it, as its after point shows it
+        self.frame.calls_write_state = True
         self.last = unit
         turn_input = getattr(context, "turn_input", None)
         await unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})

@@ -72,11 +72,13 @@ _NO_ARGUMENTS = (
     "is not their input: an edit there is refused as an argument the tool does not take, not "
     "for the reason the test checks"
 )
-_RECORDED_CALLS = (
-    "a tool writes the run context itself, but the record gives a call (tool or model turn) "
-    "the state its unit started from (calls commit nothing in flowdbg's model; see "
-    "flowdbg.recorder.step_record), so the recorded state at a call is not the one its stop "
-    "showed"
+_CALLS_WRITE = (
+    "the test holds a call to commit nothing (the state at its step is the one its unit "
+    "started from, and only units write keys), but an agent's calls write the run context "
+    "themselves: the store gives each call step the context after it (Frame."
+    "calls_write_state), so the state at the first model turn is the context, not the run's "
+    "input (the user's message), and the handoff to 'done', whose callback wrote 'found' and "
+    "'ran', is their writer, not the agent"
 )
 
 Ctx = RunContextWrapper[dict[str, Any]]
@@ -270,13 +272,7 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 ),
                 _NO_ARGUMENTS,
             ),
-            **dict.fromkeys(
-                (
-                    "test_recorded_steps_match_what_ran",
-                    "test_recorded_state_changes_only_at_the_units_that_commit_it",
-                ),
-                _RECORDED_CALLS,
-            ),
+            "test_recorded_state_changes_only_at_the_units_that_commit_it": _CALLS_WRITE,
             "test_a_model_reply_edited_after_the_call_is_what_the_unit_gets": (
                 "the SDK rejects a changed model response (it checks tool call ids against "
                 "it), so the adapter refuses an edit of an llm unit's output with EditRefused; "

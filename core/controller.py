@@ -80,16 +80,27 @@ _CAUSES_MAX = 10_000
 
 
 def _caused_by(unit: Unit | None, run_id: str, step: int) -> bool:
-    """Whether the unit ``step`` of run ``run_id`` is among the causes of ``unit``."""
+    """Whether the unit ``step`` of run ``run_id`` is among the causes of ``unit``. A unit's
+    ``cause`` is one unit or a tuple of them (a model turn receiving the results of parallel
+    tool calls): every line back is followed, a unit met on two of them once."""
+    todo: list[Unit | tuple[Unit, ...] | None] = [unit]
+    seen: set[int] = set()
     for _ in range(_CAUSES_MAX):
-        if unit is None:
+        if not todo:
             return False
-        if unit.run.info.run_id == run_id:
-            if unit.step == step:
-                return True
-            if unit.step < step:  # causes come earlier: the origin is not further back
-                return False
-        unit = unit.cause
+        cause = todo.pop()
+        if isinstance(cause, tuple):
+            for each in cause:
+                if id(each) not in seen:
+                    seen.add(id(each))
+                    todo.append(each)
+        elif cause is not None:
+            if cause.run.info.run_id == run_id:
+                if cause.step == step:
+                    return True
+                if cause.step < step:  # causes come earlier: the origin is not further back
+                    continue
+            todo.append(cause.cause)
     return False
 
 

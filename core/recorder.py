@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from flowdbg.events import ErrorInfo
 from flowdbg.plugins import hookimpl
 from flowdbg.records import RunRecord, StepRecord
+from flowdbg.runtime import Frame
 
 if TYPE_CHECKING:
     from flowdbg.events import RunInfo
@@ -45,12 +46,15 @@ _HOST = socket.gethostname()
 def step_record(unit: Unit) -> StepRecord:
     """The record of a finished (or running) unit."""
     state, decision = unit.resolved()
-    if unit.run.is_frame:
+    run = unit.run
+    if isinstance(run, Frame) and not run.calls_write_state:
         # A call inside a unit (a tool or model call, an @task) commits nothing to the run's
         # state; the state it shows at its stops is its unit's input. Recording that as the
         # state after the call would make the recorded state go back in time (the enclosing
         # unit's step comes first but commits last), so a call has no state column; the store
         # gives the state its unit started from at its step (SQLiteStore._state_column).
+        # Where the calls write the run's state themselves (an agent's tools write the run
+        # context: Frame.calls_write_state), the state after each call is kept.
         state = None
     value = unit.record_value
     error = value("exception")

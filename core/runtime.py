@@ -224,7 +224,7 @@ class RunScope:
         superstep: int | None = None,
         branch: str | None = None,
         attempt: int = 1,
-        cause: Unit | None = None,
+        cause: Unit | tuple[Unit, ...] | None = None,
         check_edit: Any = _SAME,
     ) -> Unit:
         """Open the next unit of this run.
@@ -235,8 +235,10 @@ class RunScope:
         :param branch: id of the concurrent branch or task running the unit.
         :param attempt: retry attempt, 1-based.
         :param cause: the unit whose output started this one (the step that emitted the event
-            it receives, the previous turn of an agent), where the framework says: stepping
-            follows these links from one unit to the next on the same line of execution.
+            it receives, the previous turn of an agent), or a tuple of the units whose outputs
+            it receives together (the parallel tool calls before a model turn), where the
+            framework says: stepping follows these links from one unit to the next on the same
+            line of execution.
         :param check_edit: ``check_edit(unit, "input" | "output", new_payload)`` raises
             :class:`flowdbg.EditRefused` for an edit the framework would not apply exactly;
             ``None`` accepts every edit. Defaults to the run's :attr:`check_edit`.
@@ -323,7 +325,7 @@ class Frame(RunScope):
     stepping, and share the run's id, step counter, units and child runs. A frame is no run of
     its own: :meth:`end` does nothing."""
 
-    __slots__ = ()
+    __slots__ = ("calls_write_state",)
     is_frame = True
 
     def __init__(self, unit: Unit) -> None:
@@ -334,6 +336,12 @@ class Frame(RunScope):
         self.units = run.units
         self.children = run.children
         self._unsettled = run._unsettled
+        #: whether the calls made here write the run's state themselves (an agent's tools
+        #: write the run context the agent shares): each call's record then keeps the state
+        #: given at its after (or error) point. By default a call commits nothing, its unit
+        #: commits what it returns, and the record of a call has no state (see
+        #: :func:`flowdbg.recorder.step_record`).
+        self.calls_write_state = False
 
 
 class Unit:
@@ -394,8 +402,9 @@ class Unit:
         self.branch = branch
         self.attempt = attempt
         self.state_before: Any = None
-        #: the unit whose output started this one, where the adapter knows it
-        self.cause: Unit | None = None
+        #: the unit whose output started this one (or the units, a tuple), where the adapter
+        #: knows it
+        self.cause: Unit | tuple[Unit, ...] | None = None
         #: how an edit at this unit's stops is checked (see :meth:`RunScope.unit`)
         self.check_edit: Callable[[Unit, str, Any], None] | None = run.check_edit
         #: the top-level keys of the input set or deleted at the ``before`` stop, in the order

@@ -16,6 +16,12 @@ place and the data:
 - a handoff (kind ``handoff``): ``on_handoff``, after the SDK resolved the target and before it
   starts (the target cannot be changed there: an edit of ``to`` is refused).
 
+Each unit's cause is the unit before it on its line, except that a model turn (or a turn's
+handoff) follows the tool calls made since the turn before, all of them: it receives their
+results, so stepping over any call, a parallel one too, lands on it. Tools write the run
+context themselves, so the calls in an agent's frame record the context after them
+(``Frame.calls_write_state``).
+
 Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 """
 
@@ -138,6 +144,9 @@ class AgentRun:
         self.llm_unit: Unit | None = None
         #: the unit the next one follows (stepping walks these links)
         self.last: Unit | None = None
+        #: the tool calls made since the last model turn, in the order they started: the next
+        #: turn (or the handoff of this one) receives their results
+        self.tool_units: list[Unit] = []
         self.agent_name: str | None = None
         self.turn = 0
         #: call ids of this turn's local tool calls when there are several: parallel branches
@@ -168,6 +177,16 @@ class AgentRun:
             return dict(ctx)
         return {"agent": self.agent_name, "turn": self.turn, "context": ctx}
 
+    def _follows(self) -> Unit | tuple[Unit, ...] | None:
+        """The cause of the next model turn or handoff: the tool calls made since the last
+        turn (the SDK runs them before it, and the model receives their results; parallel
+        calls are several causes, so stepping from any of them lands here), else the unit
+        before it."""
+        made, self.tool_units = self.tool_units, []
+        if not made:
+            return self.last
+        return made[0] if len(made) == 1 else tuple(made)
+
     # ------------------------------------------------------------------ agents
 
     async def agent_started(self, context: Any, agent: Any) -> None:
@@ -177,6 +196,9 @@ class AgentRun:
         unit = self.scope.unit(agent.name, kind="agent", cause=self.last, check_edit=_agent_edit)
         self.agent_unit = unit
         self.frame = unit.frame()
+        # a tool writes the run context itself (and a handoff's callback, a hook may too): the
+        # record of each call keeps the context after it, as its after point shows it
+        self.frame.calls_write_state = True
         self.last = unit
         turn_input = getattr(context, "turn_input", None)
         await unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
@@ -201,7 +223,7 @@ class AgentRun:
         unit = frame.unit(
             _model_name(agent, self.run_config),
             kind="llm",
-            cause=self.last,
+            cause=self._follows(),
             check_edit=_llm_edit(instructions),
         )
         self.llm_unit = unit
@@ -237,7 +259,7 @@ class AgentRun:
                 payload = _json_args(self.calls[tool_name]) or None
                 break
         frame = self.frame or self.scope
-        unit = frame.unit(target, kind="handoff", cause=self.last, check_edit=_handoff_edit)
+        unit = frame.unit(target, kind="handoff", cause=self._follows(), check_edit=_handoff_edit)
         self.last = unit
         value = {"to": target, "payload": payload}
         await unit.abefore(state=self.state(context), input=value)
@@ -265,6 +287,7 @@ class AgentRun:
             cause=self.last,
             check_edit=_tool_edit(tool),
         )
+        self.tool_units.append(unit)
         value = _json_args(args)
         edited = await unit.abefore(state=self.state(ctx), input=value)
         if edited is not value:

@@ -413,7 +413,10 @@ class Store(abc.ABC):
     def get_state(self, run_id: str, step: int | None = None) -> Any:
         """The state after a step: the one recorded at the latest step at or before it. A call
         inside a unit (a tool or model call, an @task) records none, since its unit commits the
-        state: at its step the state is the one that unit started from.
+        state: at its step the state is the one that unit started from. Where the calls write
+        the run's state themselves (an agent's tools; see :attr:`flowdbg.Frame.calls_write_state`)
+        each records the state after it, and the state at a call's step is the latest its
+        unit's calls recorded by then (the one its unit started from before the first).
 
         :param run_id: the run's id or a unique prefix.
         :param step: a step number; ``None`` for the latest state.

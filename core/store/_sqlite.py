@@ -1040,8 +1040,18 @@ class SQLiteStore(Store):
         if step is not None:
             enclosing = self._enclosing_unit(conn, rid, step)
             if enclosing is not None:
-                # a call inside a unit (a tool, a model, an @task) sees the state that unit
-                # started from: the state after the steps before it, or the run's input
+                # a call inside a unit whose calls write the run's state themselves (an agent's
+                # tools; see Frame.calls_write_state) recorded the state after it: the latest
+                # one its unit's calls recorded by then
+                row = conn.execute(
+                    sql + " AND step > ? AND step <= ? AND path = (SELECT path FROM steps "
+                    "WHERE run_id = ? AND step = ?) ORDER BY step DESC LIMIT 1",
+                    (rid, enclosing, step, rid, step),
+                ).fetchone()
+                if row is not None:
+                    return row[0], row[1]
+                # else a call (a tool, a model, an @task) sees the state its unit started
+                # from: the state after the steps before it, or the run's input
                 row = conn.execute(
                     sql + " AND step < ? ORDER BY step DESC LIMIT 1", (rid, enclosing)
                 ).fetchone()

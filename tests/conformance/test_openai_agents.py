@@ -43,10 +43,23 @@ _NOT_LINEAR = (
 
 # Why tests that build a scenario cannot hold for an agent run (OpenAIAgentsFixtures.excluded).
 _NESTED_DEPTH = (
-    "an agent used as a tool is a tool call of the outer agent whose child run starts with the "
-    "inner agent's own unit, so the nested units sit three levels down (agent/sub/sub/inner1) "
-    "between the inner agent's model turns, where the test expects a nested graph's units one "
-    "level down, alone in the child run"
+    "the outer units (pre, sub, post) are tool calls one level inside the agent (depth 1), and "
+    "an agent used as a tool runs as a child run of the tool call 'sub' (path ('agent', "
+    "'sub')) that starts with the inner agent's own unit, named 'sub' too (a breakpoint on "
+    "'sub' stops at both), so inner1 and inner2 sit three levels down (agent/sub/sub), between "
+    "the inner agent's model turns; the test expects the outer units at the top level and the "
+    "inner ones one level down (path ('sub',)), alone in the child run"
+)
+_EVERY_UNIT = (
+    "every unit of an agent run stops, and it has more units than the scenario names: the "
+    "agent 'agent' first, a model turn 'chat' before and after each tool call, and the inner "
+    "agent's own unit 'sub' inside the tool call 'sub', with inner1 and inner2 at depth 3 "
+    "(agent/sub/sub); the test expects exactly pre, sub, inner1, inner2 and post, the inner "
+    "ones at depth 1"
+)
+_ENTRY_AGENT = (
+    "the first unit of an agent run is the agent itself ('agent', kind agent, depth 0): "
+    "stop_on_entry stops there, where the test expects the first tool call 'pre'"
 )
 _TOP_LEVEL = (
     "the branches p1 and p2 are tool calls one level inside the agent (depth 1, path "
@@ -54,8 +67,10 @@ _TOP_LEVEL = (
     "branches and their neighbours alone at the top level"
 )
 _TURNS_BETWEEN = (
-    "the agent calls its model after every tool call, so stepping over a tool lands on the "
-    "model turn (an llm unit) before the next tool, where the test expects the next tool"
+    "the agent calls its model after every tool call, so stepping over a tool (a parallel one "
+    "too: the turn receives both calls' results) lands on the model turn (llm unit 'chat') "
+    "before the next tool, where the test expects the next tool (the loop's 'inc', the "
+    "'join')"
 )
 _AGENT_WATCH = (
     "the agent's own unit encloses the tool calls that change the value and, when it ends, "
@@ -70,11 +85,13 @@ _NO_ARGUMENTS = (
     "is not their input: an edit there is refused as an argument the tool does not take, not "
     "for the reason the test checks"
 )
-_RECORDED_CALLS = (
-    "a tool writes the run context itself, but the record gives a call (tool or model turn) "
-    "the state its unit started from (calls commit nothing in flowdbg's model; see "
-    "flowdbg.recorder.step_record), so the recorded state at a call is not the one its stop "
-    "showed"
+_CALLS_WRITE = (
+    "the test holds a call to commit nothing (the state at its step is the one its unit "
+    "started from, and only units write keys), but an agent's calls write the run context "
+    "themselves: the store gives each call step the context after it (Frame."
+    "calls_write_state), so the state at the first model turn is the context, not the run's "
+    "input (the user's message), and the handoff to 'done', whose callback wrote 'found' and "
+    "'ran', is their writer, not the agent"
 )
 
 Ctx = RunContextWrapper[dict[str, Any]]
@@ -223,8 +240,6 @@ class OpenAIAgentsFixtures(AdapterFixtures):
             **dict.fromkeys(
                 (
                     "test_breakpoint_inside_a_nested_graph",
-                    "test_nested_and_top_level_units_are_told_apart",
-                    "test_break_on_event_single_steps_everything",
                     "test_watch_sees_changes_made_in_a_nested_graph",
                     "test_step_into_and_out_of_a_nested_graph",
                     "test_step_over_skips_a_nested_graph",
@@ -233,7 +248,6 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                     "test_breakpoint_hit_while_stepping_over_a_nested_graph",
                     "test_edit_inside_a_nested_graph",
                     "test_terminate_inside_a_nested_graph",
-                    "test_stop_on_entry_ignores_nested_runs",
                     "test_wait_for_stop_async_drives_a_worker_run",
                     "test_nested_run_is_a_child_run",
                     "test_nested_runs_are_recorded_as_children",
@@ -241,15 +255,23 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 _NESTED_DEPTH,
             ),
             **dict.fromkeys(
+                (
+                    "test_break_on_event_single_steps_everything",
+                    "test_nested_and_top_level_units_are_told_apart",
+                ),
+                _EVERY_UNIT,
+            ),
+            "test_stop_on_entry_ignores_nested_runs": _ENTRY_AGENT,
+            **dict.fromkeys(
                 ("test_two_branches_stop_at_once", "test_parallel_events_carry_branches"),
                 _TOP_LEVEL,
             ),
-            **dict.fromkeys(("test_step_over_follows_a_loop",), _TURNS_BETWEEN),
-            "test_step_over_from_a_branch_reaches_the_join": (
-                "stepping over a parallel tool call stops nowhere: the adapter links a model "
-                "turn to the turn before it (AgentRun.last), not to the tool calls between, so "
-                "no unit follows the branch on its line and the run goes to its end (a gap of "
-                "the adapter, not of the scenario)"
+            **dict.fromkeys(
+                (
+                    "test_step_over_follows_a_loop",
+                    "test_step_over_from_a_branch_reaches_the_join",
+                ),
+                _TURNS_BETWEEN,
             ),
             **dict.fromkeys(
                 ("test_watch_in_a_loop", "test_watch_after_a_parallel_join"), _AGENT_WATCH
@@ -268,17 +290,13 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 ),
                 _NO_ARGUMENTS,
             ),
-            **dict.fromkeys(
-                (
-                    "test_recorded_steps_match_what_ran",
-                    "test_recorded_state_changes_only_at_the_units_that_commit_it",
-                ),
-                _RECORDED_CALLS,
-            ),
+            "test_recorded_state_changes_only_at_the_units_that_commit_it": _CALLS_WRITE,
             "test_a_model_reply_edited_after_the_call_is_what_the_unit_gets": (
                 "the SDK rejects a changed model response (it checks tool call ids against "
-                "it), so the adapter refuses an edit of an llm unit's output with EditRefused; "
-                "the model input is editable at the before stop instead"
+                "it), so the adapter refuses an edit of an llm unit's output with EditRefused "
+                "(the model input is editable at the before stop instead); the test replaces "
+                "the first turn's whole output, its 'search' call too, with a text, after "
+                "which the run would never reach the handoff whose callback writes 'reply'"
             ),
         }
     )

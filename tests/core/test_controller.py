@@ -670,6 +670,46 @@ def test_stepping_follows_causes_where_there_are_no_supersteps(dbg: flowdbg.Debu
     scope.end(output=None)
 
 
+@pytest.mark.parametrize("origin", ["p1", "p2"])
+def test_stepping_from_either_of_two_causes_reaches_the_unit_they_start(
+    dbg: flowdbg.Debugger, origin: str
+) -> None:
+    # A model turn receives the results of two parallel tool calls (branches, no supersteps):
+    # its cause is both, so stepping over either lands on it.
+    scope = dbg.begin_run(framework="test", name="t", input=None)
+    fan = scope.unit("fan")
+    fan.before(state={})
+    fan.after(output=None)
+    dbg.break_before(origin)
+    branches: dict[str, flowdbg.Unit] = {}
+
+    def branch(name: str) -> None:
+        unit = branches[name] = scope.unit(name, branch=name, cause=fan)
+        unit.before(state={})
+        unit.after(output=None)
+
+    held = Worker(branch, origin)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == origin
+    dbg.step_over()
+    held.result()
+    branch("p2" if origin == "p1" else "p1")  # the sibling's line: no stop
+    assert dbg.stops == []
+
+    def turn() -> None:
+        unit = scope.unit("turn", cause=(branches["p1"], branches["p2"]))
+        unit.before(state={})
+        unit.after(output=None)
+
+    join = Worker(turn)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.location.node == "turn"
+    assert stop.reason == StopReason.STEP
+    dbg.resume()
+    join.result()
+    scope.end(output=None)
+
+
 # ------------------------------------------------------------------------------------ pause
 
 

@@ -269,3 +269,49 @@ def test_an_unknown_overflow_policy_is_refused(tmp_path: Path) -> None:
         flowdbg.Debugger(db=tmp_path / "r.db", record_overflow="block")
     with pytest.raises(ValueError, match="record_queue must be a positive int"):
         flowdbg.Debugger(db=tmp_path / "r.db", record_queue=0)
+
+
+@pytest.mark.parametrize("calls_write_state", [False, True])
+def test_a_call_records_its_state_where_calls_write_the_state(
+    tmp_path: Path, calls_write_state: bool
+) -> None:
+    # An agent's tools write the run context themselves: each call's record keeps the context
+    # after it. Elsewhere (a graph node's calls) a call commits nothing: its record has no state.
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    scope = dbg.begin_run(framework="test", name="t", input={"n": 0})
+    agent = scope.unit("agent", kind="agent")
+    agent.before(state={"n": 0})
+    frame = agent.frame()
+    frame.calls_write_state = calls_write_state
+    state = {"n": 0}
+    for n in (1, 2):
+        call = frame.unit("inc", kind="tool")
+        call.before(state=dict(state), input={})
+        state["n"] = n
+        call.after(output=n, state=dict(state))
+    held = frame.unit("model", kind="llm")  # left without an after point: no state of its own
+    held.before(state=dict(state))
+    held.discard()
+    agent.after(output=None, state=dict(state))
+    scope.end(output=None)
+    assert dbg.flush(T)
+    store = dbg.store
+    assert store is not None
+    rid = scope.run_id
+    written = {"n": 1} if calls_write_state else None, {"n": 2} if calls_write_state else None
+    assert [(s.step, s.node, s.state) for s in store.get_steps(rid)] == [
+        (1, "agent", {"n": 2}),
+        (2, "inc", written[0]),
+        (3, "inc", written[1]),
+        (4, "model", None),
+    ]
+    # the state at a call's step: its own, else the latest its unit's calls recorded by then
+    at_calls = [store.get_state(rid, step=n) for n in (2, 3, 4)]
+    if calls_write_state:
+        assert at_calls == [{"n": 1}, {"n": 2}, {"n": 2}]
+        assert store.last_writers(rid) == {"n": (3, "inc")}
+    else:
+        assert at_calls == [{"n": 0}] * 3  # the run's input: the state the agent started from
+        assert store.last_writers(rid) == {"n": (1, "agent")}
+    assert store.get_state(rid, step=1) == store.get_state(rid) == {"n": 2}
+    dbg.close()

@@ -1,17 +1,23 @@
 """The command line on agents: the OpenAI Agents demo, ``flowdbg run`` on the example's agents
-with a tool breakpoint, ``graph inspect``."""
+with a tool breakpoint, ``graph inspect``, ``runs state`` at a tool's step."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
+import oa_helpers as oa
+from agents import RunContextWrapper, function_tool
 from click.testing import CliRunner, Result
 
+from flowdbg import Debugger
 from flowdbg.cli import cli
+from flowdbg.store import open_store
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "openai_agents_support.py"
 
@@ -91,3 +97,49 @@ def test_graph_inspect_shows_agents_and_handoffs() -> None:
     assert "triage -?-> refunds" in out
     data = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent", "--json").stdout
     assert '"refund"' in data and '"handoffs"' in data
+
+
+def test_runs_state_at_a_tool_step_shows_the_context_the_tool_wrote(db: Path) -> None:
+    @function_tool
+    def add(ctx: RunContextWrapper[dict[str, Any]], item: str) -> str:
+        """Put an item in the cart."""
+        ctx.context["cart"] = [*ctx.context["cart"], item]
+        return f"added {item}"
+
+    agent = oa.agent(
+        "shop",
+        [
+            oa.calls(("add", {"item": "tea"}, "call-1")),
+            oa.calls(("add", {"item": "jam"}, "call-2")),
+            oa.say("bought"),
+        ],
+        tools=[add],
+    )
+    dbg = Debugger(db=db)
+    try:
+        dbg.attach(agent)
+        assert oa.run_sync(agent, "tea and jam", context={"cart": []}).final_output == "bought"
+        assert dbg.flush(10.0)
+    finally:
+        dbg.close()
+    with open_store(db, create=False) as store:
+        (run_id,) = [r.run_id for r in store.list_runs()]
+        steps = store.get_steps(run_id)
+    assert [(s.node, s.kind) for s in steps] == [
+        ("shop", "agent"),
+        ("chat", "llm"),
+        ("add", "tool"),
+        ("chat", "llm"),
+        ("add", "tool"),
+        ("chat", "llm"),
+    ]
+    carts = []
+    for number in (3, 4, 5):
+        out = flowdbg("runs", "state", run_id, "--step", str(number), "--values", "--json").stdout
+        data = json.loads(out)["data"]
+        carts.append((data["values"]["cart"], {k["key"]: k["written_by"] for k in data["keys"]}))
+    assert carts == [
+        (["tea"], {"cart": {"step": 3, "node": "add"}}),
+        (["tea"], {"cart": {"step": 3, "node": "add"}}),  # the model turn writes nothing
+        (["tea", "jam"], {"cart": {"step": 5, "node": "add"}}),
+    ]

@@ -218,6 +218,44 @@ def test_parallel_tool_calls_stop_independently(dbg: flowdbg.Debugger) -> None:
     assert sorted(effects) == ["a", "b"]
 
 
+@pytest.mark.parametrize("origin", ["a", "b"])
+def test_stepping_over_a_parallel_tool_call_lands_on_the_next_model_turn(
+    dbg: flowdbg.Debugger, origin: str
+) -> None:
+    # the next turn receives both calls' results: it follows each call's line
+    @function_tool
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        return f"page {url}"
+
+    agent = oa.agent(
+        "agent",
+        [
+            oa.calls(("fetch", {"url": "a"}, "call-a"), ("fetch", {"url": "b"}, "call-b")),
+            *oa.answer(lambda call: " + ".join(oa.outputs(call))),
+        ],
+        tools=[fetch],
+    )
+    dbg.attach(agent)
+    dbg.break_on_tool("fetch", condition=f"args['url'] == {origin!r}")
+    run = dbg.start(lambda q: Runner.run(agent, q), "both")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.branch == f"call-{origin}"
+    dbg.clear()
+    dbg.step_over()
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.reason == StopReason.STEP
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "chat",
+        "llm",
+        "before",
+    )
+    assert dbg.inspect("turn") == 2
+    assert [i["output"] for i in dbg.inspect("input") if "output" in i] == ["page a", "page b"]
+    dbg.resume()
+    assert run.result(WAIT).final_output == "page a + page b"
+
+
 # ---------------------------------------------------------------------------- model turns
 
 

@@ -347,11 +347,20 @@ def _ending(external: Any, scope: RunScope) -> Any:
     ``V2RuntimeCompatibilityShim``, which ``ctx.to_dict()``, ``ctx.is_running`` and
     ``handler.is_done()`` look for with ``isinstance`` (workflows/context/external_context.py),
     and a wrapper would hide. The object lives for this run only.
+
+    Once awaited, the replacement takes itself off the object again: the object refers to it
+    and it to the object, a cycle that would keep the run's whole state (its queues, ticks and
+    events) alive until the next garbage collection, where a bare run is freed by reference
+    counting (those collections were most of the attached overhead: bench/RESULTS.md).
     """
     get_result = external.get_result
 
     async def get_result_and_end() -> Any:
-        return await _ended(scope, get_result())
+        try:
+            return await _ended(scope, get_result())
+        finally:
+            with contextlib.suppress(AttributeError):  # awaited twice
+                del external.get_result
 
     try:
         external.get_result = get_result_and_end

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workflows.events import Event, StopEvent
@@ -54,6 +54,13 @@ from workflows.runtime.types.results import (
 
 from flowdbg.adapters.llamaindex._adapter import workflow_name
 from flowdbg.errors import EditRefused
+
+try:  # BasicRuntime's internal adapter, whose get_now is time.time()
+    from workflows.plugins.basic import InternalAsyncioAdapter
+
+    _WALL_CLOCK: Any = InternalAsyncioAdapter.get_now
+except (ImportError, AttributeError):  # moved: every internal adapter is wrapped
+    _WALL_CLOCK = None
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -140,6 +147,13 @@ class Clock:
         if self.held:
             return self.frozen_since - self.lost
         return real - self.lost
+
+    async def get_now(self) -> float:
+        """``get_now`` of an internal adapter whose clock is ``time.time()`` (see
+        :meth:`DebugRuntime.get_internal_adapter`)."""
+        if self.held:
+            return self.frozen_since - self.lost
+        return time.time() - self.lost
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
@@ -296,7 +310,7 @@ class _Outputs:
     __slots__ = ("collecting", "outputs", "returned", "sent", "waiting")
 
     def __init__(self, outputs: list[Any]) -> None:
-        self.outputs = outputs
+        self.outputs: Sequence[Any] = outputs
         #: (index in outputs, event) of the events the step returned
         returned: list[tuple[int, Any]] = []
         sent: list[Any] | None = None
@@ -487,6 +501,13 @@ class DebugRuntime(BaseRuntimeDecorator):
         run = RUN.get()
         if run is None or run.runtime is not self:
             return inner
+        if _WALL_CLOCK is not None and type(inner).get_now is _WALL_CLOCK:
+            # BasicRuntime's adapter (one per call, for this run): its clock replaced on the
+            # object itself, which the control loop then calls directly, a few times per tick,
+            # rather than through a wrapper (the clock refers to no adapter: no cycle)
+            with contextlib.suppress(AttributeError, TypeError):
+                inner.get_now = run.clock.get_now
+                return inner
         return _ClockAdapter(inner, run.clock)
 
     @contextlib.contextmanager
@@ -721,10 +742,10 @@ async def _step(
         before_state = await _read_state(run)
         shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
         edited = await _held(run, unit.abefore(state=before_state, input=shown))
-    if edited is not shown and not isinstance(edited, Event):
-        # edited at the stop: the step receives the edited event(s) (an event object itself
-        # was edited where the stop opened on the fast path, by a pause say)
-        if collected is None:
+    if edited is not shown:
+        if isinstance(edited, Event):  # an event object itself was edited where the stop
+            event = edited  # opened on the fast path (by a pause, say)
+        elif collected is None:  # edited at the stop: the step receives the edited event(s)
             event = _rebuild(event, edited, step_name, "input")
         else:
             events = [
@@ -732,8 +753,6 @@ async def _step(
             ]
             payload = state.collection_release_payload
             state = _replace(state, collection_release_payload=_replace(payload, events=events))
-    elif isinstance(edited, Event):
-        event = edited
     tool = None
     if collected is None:
         tool_call = _TOOL_CALLS.get(type(event))
@@ -791,7 +810,10 @@ async def _step(
         return outputs
     decide = run.runtime.decide
     if ctl.quiet and ctl.on_step is None:
-        # nothing can stop or look, nothing is recorded: the fast path
+        # nothing can stop or look, nothing is recorded: the fast path, where the unit keeps
+        # (in the run log) only the events the step emitted, not LlamaIndex's results around
+        # them, which only an edit at a stop rebuilds
+        parts.outputs = ()
         await unit.aafter(output=parts, decide=decide)
         return outputs
     table = run.runtime.accepts

@@ -304,22 +304,25 @@ def _decider(table: list[tuple[str, tuple[type, ...]]]) -> Callable[[_Outputs], 
 class _Outputs:
     """A step worker's outputs: what the after point shows and how an edit of it goes back.
 
-    A unit keeps its outputs in the run log for the run's time in the history, so they are
-    kept in as few objects as they fit in (no sent events: no list of them)."""
+    A unit keeps its outputs in the run log while the run is in the history, so they are kept
+    in few objects that the garbage collector tracks: every one kept that long is promoted to
+    its oldest generation, whose growth sets off full collections (bench/RESULTS.md). A tuple
+    of ints is not tracked; no sent events, no list of them."""
 
-    __slots__ = ("collecting", "outputs", "returned", "sent", "waiting")
+    __slots__ = ("at", "collecting", "outputs", "returned", "sent", "waiting")
 
     def __init__(self, outputs: list[Any]) -> None:
         self.outputs: Sequence[Any] = outputs
-        #: (index in outputs, event) of the events the step returned
-        returned: list[tuple[int, Any]] = []
+        returned: list[Any] = []
+        at: list[int] = []
         sent: list[Any] | None = None
         self.waiting = False
         self.collecting = False
         for index, item in enumerate(outputs):
             if isinstance(item, StepWorkerResult):
                 if item.result is not None:
-                    returned.append((index, item.result))
+                    returned.append(item.result)
+                    at.append(index)
             elif isinstance(item, SentEvent):
                 if sent is None:
                     sent = []
@@ -328,11 +331,13 @@ class _Outputs:
                 self.waiting = True
             elif isinstance(item, AddCollectedEvent):
                 self.collecting = True
-        self.returned = returned
+        #: the events the step returned, and their indexes in ``outputs``
+        self.returned = tuple(returned)
+        self.at = tuple(at)
         self.sent: list[Any] | tuple[()] = () if sent is None else sent
 
     def events(self) -> list[Any]:
-        return [*self.sent, *(event for _, event in self.returned)]
+        return [*self.sent, *self.returned]
 
     def __repr__(self) -> str:
         # the output a unit keeps on the fast path (nothing looked, nothing recorded)
@@ -341,7 +346,7 @@ class _Outputs:
     def view(self) -> Any:
         """One returned event: its fields; several: a list of their fields; none: ``None``."""
         if len(self.returned) == 1 and not self.sent:
-            return event_fields(self.returned[0][1])
+            return event_fields(self.returned[0])
         events = self.events()
         if not events:
             return None
@@ -365,21 +370,21 @@ class _Outputs:
             )
             raise EditRefused(f"{node!r} emitted no event to edit: {why}")
         if len(self.returned) == 1:
-            _rebuild(self.returned[0][1], payload, node, "output")
+            _rebuild(self.returned[0], payload, node, "output")
             return
         if not isinstance(payload, list) or len(payload) != len(self.returned):
             raise EditRefused(
                 f"{node!r} returned {len(self.returned)} events: edit their fields "
                 "(output[i].name); the number of events cannot change"
             )
-        for (_, event), fields in zip(self.returned, payload, strict=True):
+        for event, fields in zip(self.returned, payload, strict=True):
             _rebuild(event, fields, node, "output")
 
     def apply(self, node: str, payload: Any) -> list[Any]:
         """The outputs with the returned events rebuilt from an edited ``payload``."""
         outputs = list(self.outputs)
         edited = [payload] if len(self.returned) == 1 else list(payload)
-        for (index, event), fields in zip(self.returned, edited, strict=True):
+        for index, event, fields in zip(self.at, self.returned, edited, strict=True):
             item = outputs[index]
             new_event = _rebuild(event, fields, node, "output")
             outputs[index] = item.model_copy(update={"result": new_event})

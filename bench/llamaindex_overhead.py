@@ -1,6 +1,6 @@
 """Cost of flowdbg on real LlamaIndex workflows. Prints JSON.
 
-    python bench/llamaindex_overhead.py [--runs 200] [--rounds 5]
+    python bench/llamaindex_overhead.py [--runs 200] [--rounds 5] [--variants bare,attached]
 
 Two workflows of trivial async steps:
 
@@ -18,6 +18,8 @@ shared and noisy: compare the ratios, which are taken within one run):
   recorder's writer thread catching up (``dbg.flush()`` after each round).
 
 Each figure is the median over the rounds of µs per step invocation; ratios are to ``bare``.
+``--variants`` measures some of them only (``bare`` always): the recording variant's garbage
+and writer thread weigh on the rounds of the others in the same process.
 """
 
 from __future__ import annotations
@@ -149,7 +151,9 @@ class FanOut(Workflow):
         return None if got is None else StopEvent(result=sum(d.n for d in got))
 
 
-def measure(runs: int, rounds: int, workdir: Path) -> dict[str, Any]:
+def measure(
+    runs: int, rounds: int, workdir: Path, wanted: tuple[str, ...] = ("attached", "recording")
+) -> dict[str, Any]:
     builders: dict[str, tuple[Callable[[], Workflow], dict[str, Any], int]] = {
         "linear": (lambda: Linear(timeout=None), {"x": 0}, STEPS),
         # fan, 8 workers, and the fan-in once per arriving event (LlamaIndex may add one)
@@ -163,12 +167,14 @@ def measure(runs: int, rounds: int, workdir: Path) -> dict[str, Any]:
         for name, (build, kwargs, steps) in builders.items():
             variants: dict[str, tuple[Workflow, Callable[[], Any] | None]] = {}
             variants["bare"] = (build(), None)
-            attached = build()
-            dbg_plain.attach(attached)
-            variants["attached"] = (attached, None)
-            recorded = build()
-            dbg_rec.attach(recorded)
-            variants["recording"] = (recorded, dbg_rec.flush)
+            if "attached" in wanted:
+                attached = build()
+                dbg_plain.attach(attached)
+                variants["attached"] = (attached, None)
+            if "recording" in wanted:
+                recorded = build()
+                dbg_rec.attach(recorded)
+                variants["recording"] = (recorded, dbg_rec.flush)
             per: dict[str, list[float]] = {}
             for round_ in range(rounds + 1):  # the first round warms up and is dropped
                 for variant, (wf, after) in variants.items():
@@ -206,15 +212,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per variant and round")
     parser.add_argument("--rounds", type=int, default=5, help="measured rounds (medians)")
+    parser.add_argument(
+        "--variants",
+        default="bare,attached,recording",
+        help="comma-separated variants to measure (bare is always measured)",
+    )
     args = parser.parse_args(argv)
+    wanted = tuple(v for v in args.variants.split(",") if v and v != "bare")
+    unknown = set(wanted) - {"attached", "recording"}
+    if unknown:
+        parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
-        figures = measure(args.runs, args.rounds, Path(tmp))
+        figures = measure(args.runs, args.rounds, Path(tmp), wanted)
     report = {
         "benchmark": "llamaindex_overhead",
         "python": platform.python_version(),
         "llama_index_workflows": _version("llama-index-workflows"),
         "runs": args.runs,
         "rounds": args.rounds,
+        "variants": ["bare", *wanted],
         "budgets": {"attached_ratio_max": 1.03, "recording_ratio_max": 1.10},
         **figures,
     }

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workflows.events import Event, StopEvent
@@ -54,6 +54,13 @@ from workflows.runtime.types.results import (
 
 from flowdbg.adapters.llamaindex._adapter import workflow_name
 from flowdbg.errors import EditRefused
+
+try:  # BasicRuntime's internal adapter, whose get_now is time.time()
+    from workflows.plugins.basic import InternalAsyncioAdapter
+
+    _WALL_CLOCK: Any = InternalAsyncioAdapter.get_now
+except (ImportError, AttributeError):  # moved: every internal adapter is wrapped
+    _WALL_CLOCK = None
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -99,14 +106,19 @@ def _state_fields(state: Any) -> dict[str, Any]:
 
 def _rebuild(event: Any, fields: Any, node: str, which: str) -> Any:
     """A new event of ``event``'s type with ``fields`` (validated by pydantic)."""
+    return _rebuild_as(type(event), fields, node, which)
+
+
+def _rebuild_as(kind: type, fields: Any, node: str, which: str) -> Any:
+    """A new event of type ``kind`` with ``fields`` (validated by pydantic)."""
     if not isinstance(fields, dict):
         raise EditRefused(
-            f"the {which} of {node!r} is a {type(event).__name__}, whose fields are a mapping; "
+            f"the {which} of {node!r} is a {kind.__name__}, whose fields are a mapping; "
             f"set a field of it ({which}:name) rather than replacing it by a "
             f"{type(fields).__name__}"
         )
     try:
-        return type(event)(**fields)
+        return kind(**fields)
     except Exception as exc:  # pydantic.ValidationError, or the event's own __init__
         errors = getattr(exc, "errors", None)
         details = "; ".join(
@@ -114,8 +126,7 @@ def _rebuild(event: Any, fields: Any, node: str, which: str) -> Any:
             for e in (errors() if callable(errors) else [])
         ) or str(exc)
         raise EditRefused(
-            f"the {which} of {node!r} is a {type(event).__name__}, which refuses the edit: "
-            f"{details}"
+            f"the {which} of {node!r} is a {kind.__name__}, which refuses the edit: {details}"
         ) from exc
 
 
@@ -137,6 +148,13 @@ class Clock:
             return self.frozen_since - self.lost
         return real - self.lost
 
+    async def get_now(self) -> float:
+        """``get_now`` of an internal adapter whose clock is ``time.time()`` (see
+        :meth:`DebugRuntime.get_internal_adapter`)."""
+        if self.held:
+            return self.frozen_since - self.lost
+        return time.time() - self.lost
+
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
         if not self.held:
@@ -151,14 +169,53 @@ class Clock:
 
 
 class _ClockAdapter(BaseInternalRunAdapterDecorator):
-    """The run's internal adapter with the run's virtual clock."""
+    """The run's internal adapter with the run's virtual clock.
+
+    The control loop calls this adapter a few times per tick: the methods it only forwards
+    hand back the inner adapter's awaitable rather than awaiting it in a coroutine of their
+    own (one coroutine less per call), and ``get_now`` is the inner one's own as long as the
+    clock has neither stood still nor lost time (a run nobody stops: ``now - 0.0`` is
+    ``now``).
+    """
 
     def __init__(self, decorated: Any, clock: Clock) -> None:
-        super().__init__(decorated)
+        self._decorated = decorated  # BaseInternalRunAdapterDecorator.__init__, inlined
         self._clock = clock
 
-    async def get_now(self) -> float:
+    def get_now(self) -> Any:
+        clock = self._clock
+        if not clock.held and not clock.lost:
+            return self._decorated.get_now()
+        return self._virtual_now()
+
+    async def _virtual_now(self) -> float:
         return self._clock.now(await self._decorated.get_now())
+
+    # -- forwarded as they are --
+
+    def write_to_event_stream(self, event: Any) -> Any:
+        return self._decorated.write_to_event_stream(event)
+
+    def send_event(self, tick: Any) -> Any:
+        return self._decorated.send_event(tick)
+
+    def wait_receive(self, timeout_seconds: float | None = None) -> Any:
+        return self._decorated.wait_receive(timeout_seconds)
+
+    def close(self) -> Any:
+        return self._decorated.close()
+
+    def finalize_step(self) -> Any:
+        return self._decorated.finalize_step()
+
+    def on_tick(self, tick: Any) -> Any:
+        return self._decorated.on_tick(tick)
+
+    def after_tick(self, tick: Any) -> Any:
+        return self._decorated.after_tick(tick)
+
+    def wait_for_next_task(self, running: Any, pending: Any, timeout: float | None = None) -> Any:
+        return self._decorated.wait_for_next_task(running, pending, timeout)
 
 
 # -- runs and steps ----------------------------------------------------------------------------
@@ -167,7 +224,7 @@ class _ClockAdapter(BaseInternalRunAdapterDecorator):
 class _Run:
     """One workflow run as flowdbg sees it."""
 
-    __slots__ = ("clock", "emitted", "runtime", "scope", "store", "timeout", "workflow")
+    __slots__ = ("clock", "emitted", "note", "runtime", "scope", "store", "timeout", "workflow")
 
     def __init__(self, scope: RunScope, clock: Clock, runtime: DebugRuntime, workflow: Any):
         self.scope = scope
@@ -175,6 +232,13 @@ class _Run:
         self.runtime = runtime
         self.workflow = workflow
         self.timeout = getattr(workflow, "_timeout", None)
+        #: what a stop at a step of the run says of the timeout
+        self.note = (
+            None
+            if self.timeout is None
+            else f"note: the workflow's timeout ({self.timeout:g} s) does not run while flowdbg "
+            "holds one of its steps"
+        )
         #: the run's context store, once read
         self.store: Any = None
         #: event type -> the units that emitted events of it lately (for causes)
@@ -231,29 +295,49 @@ def _targets(table: list[tuple[str, tuple[type, ...]]], events: list[Any]) -> di
     return out
 
 
+def _decider(table: list[tuple[str, tuple[type, ...]]]) -> Callable[[_Outputs], dict[str, str]]:
+    """``decide(outputs)``: where a step's outputs go, by ``table`` (one per registration, not
+    one per step invocation)."""
+    return lambda parts: _targets(table, parts.events())
+
+
 class _Outputs:
-    """A step worker's outputs: what the after point shows and how an edit of it goes back."""
+    """A step worker's outputs: what the after point shows and how an edit of it goes back.
+
+    A unit keeps its outputs in the run log while the run is in the history, so they are kept
+    in few objects that the garbage collector tracks: every one kept that long is promoted to
+    its oldest generation, whose growth sets off full collections (bench/RESULTS.md). A tuple
+    of ints is not tracked; no sent events, no list of them."""
+
+    __slots__ = ("at", "collecting", "outputs", "returned", "sent", "waiting")
 
     def __init__(self, outputs: list[Any]) -> None:
-        self.outputs = outputs
-        #: (index in outputs, event) of the events the step returned
-        self.returned: list[tuple[int, Any]] = []
-        self.sent: list[Any] = []
+        self.outputs: Sequence[Any] = outputs
+        returned: list[Any] = []
+        at: list[int] = []
+        sent: list[Any] | None = None
         self.waiting = False
         self.collecting = False
         for index, item in enumerate(outputs):
             if isinstance(item, StepWorkerResult):
                 if item.result is not None:
-                    self.returned.append((index, item.result))
+                    returned.append(item.result)
+                    at.append(index)
             elif isinstance(item, SentEvent):
-                self.sent.append(item.event)
+                if sent is None:
+                    sent = []
+                sent.append(item.event)
             elif isinstance(item, AddWaiter):
                 self.waiting = True
             elif isinstance(item, AddCollectedEvent):
                 self.collecting = True
+        #: the events the step returned, and their indexes in ``outputs``
+        self.returned = tuple(returned)
+        self.at = tuple(at)
+        self.sent: list[Any] | tuple[()] = () if sent is None else sent
 
     def events(self) -> list[Any]:
-        return [*self.sent, *(event for _, event in self.returned)]
+        return [*self.sent, *self.returned]
 
     def __repr__(self) -> str:
         # the output a unit keeps on the fast path (nothing looked, nothing recorded)
@@ -262,7 +346,7 @@ class _Outputs:
     def view(self) -> Any:
         """One returned event: its fields; several: a list of their fields; none: ``None``."""
         if len(self.returned) == 1 and not self.sent:
-            return event_fields(self.returned[0][1])
+            return event_fields(self.returned[0])
         events = self.events()
         if not events:
             return None
@@ -286,33 +370,43 @@ class _Outputs:
             )
             raise EditRefused(f"{node!r} emitted no event to edit: {why}")
         if len(self.returned) == 1:
-            _rebuild(self.returned[0][1], payload, node, "output")
+            _rebuild(self.returned[0], payload, node, "output")
             return
         if not isinstance(payload, list) or len(payload) != len(self.returned):
             raise EditRefused(
                 f"{node!r} returned {len(self.returned)} events: edit their fields "
                 "(output[i].name); the number of events cannot change"
             )
-        for (_, event), fields in zip(self.returned, payload, strict=True):
+        for event, fields in zip(self.returned, payload, strict=True):
             _rebuild(event, fields, node, "output")
 
     def apply(self, node: str, payload: Any) -> list[Any]:
         """The outputs with the returned events rebuilt from an edited ``payload``."""
         outputs = list(self.outputs)
         edited = [payload] if len(self.returned) == 1 else list(payload)
-        for (index, event), fields in zip(self.returned, edited, strict=True):
+        for index, event, fields in zip(self.at, self.returned, edited, strict=True):
             item = outputs[index]
             new_event = _rebuild(event, fields, node, "output")
             outputs[index] = item.model_copy(update={"result": new_event})
         return outputs
 
 
-def _input_checker(event: Any) -> Callable[[Unit, str, Any], None]:
-    def check_edit(unit: Unit, which: str, payload: Any) -> None:
-        if which == "input":
-            _rebuild(event, payload, unit.node, "input")
+_INPUT_CHECKERS: dict[type, Callable[[Unit, str, Any], None]] = {}
 
-    return check_edit
+
+def _input_checker(kind: type) -> Callable[[Unit, str, Any], None]:
+    """The ``check_edit`` of a step given an event of type ``kind`` (one per type, not one per
+    step invocation)."""
+    check = _INPUT_CHECKERS.get(kind)
+    if check is None:
+
+        def check(unit: Unit, which: str, payload: Any) -> None:
+            if which == "input":
+                _rebuild_as(kind, payload, unit.node, "input")
+
+        if len(_INPUT_CHECKERS) < 4096:
+            _INPUT_CHECKERS[kind] = check
+    return check
 
 
 class _ExternalAdapter(BaseExternalRunAdapterDecorator):
@@ -347,11 +441,20 @@ def _ending(external: Any, scope: RunScope) -> Any:
     ``V2RuntimeCompatibilityShim``, which ``ctx.to_dict()``, ``ctx.is_running`` and
     ``handler.is_done()`` look for with ``isinstance`` (workflows/context/external_context.py),
     and a wrapper would hide. The object lives for this run only.
+
+    Once awaited, the replacement takes itself off the object again: the object refers to it
+    and it to the object, a cycle that would keep the run's whole state (its queues, ticks and
+    events) alive until the next garbage collection, where a bare run is freed by reference
+    counting (those collections were most of the attached overhead: bench/RESULTS.md).
     """
     get_result = external.get_result
 
     async def get_result_and_end() -> Any:
-        return await _ended(scope, get_result())
+        try:
+            return await _ended(scope, get_result())
+        finally:
+            with contextlib.suppress(AttributeError):  # awaited twice
+                del external.get_result
 
     try:
         external.get_result = get_result_and_end
@@ -377,6 +480,8 @@ class DebugRuntime(BaseRuntimeDecorator):
         self._cache: dict[tuple[int, int], RegisteredWorkflow] = {}
         #: the steps of the workflow and the events they accept (see accepted_events)
         self.accepts: list[tuple[str, tuple[type, ...]]] = []
+        #: a step's decision from its outputs, by that table (see _targets)
+        self.decide: Callable[[_Outputs], dict[str, str]] = _decider(self.accepts)
 
     # -- Runtime --
 
@@ -387,6 +492,7 @@ class DebugRuntime(BaseRuntimeDecorator):
             return cached
         registered = self._decorated.register(workflow)
         self.accepts = accepted_events(workflow)
+        self.decide = _decider(self.accepts)
         wrapped = RegisteredWorkflow(
             workflow=registered.workflow,
             workflow_run_fn=registered.workflow_run_fn,
@@ -400,6 +506,13 @@ class DebugRuntime(BaseRuntimeDecorator):
         run = RUN.get()
         if run is None or run.runtime is not self:
             return inner
+        if _WALL_CLOCK is not None and type(inner).get_now is _WALL_CLOCK:
+            # BasicRuntime's adapter (one per call, for this run): its clock replaced on the
+            # object itself, which the control loop then calls directly, a few times per tick,
+            # rather than through a wrapper (the clock refers to no adapter: no cycle)
+            with contextlib.suppress(AttributeError, TypeError):
+                inner.get_now = run.clock.get_now
+                return inner
         return _ClockAdapter(inner, run.clock)
 
     @contextlib.contextmanager
@@ -521,13 +634,6 @@ def _committed(store: Any) -> Any:
         return None
 
 
-def _collected(state: Any) -> list[Any] | None:
-    payload = getattr(state, "collection_release_payload", None)
-    if payload is None:
-        return None
-    return list(payload.events)
-
-
 async def _held(run: _Run, point: Any) -> Any:
     """Await a point of a unit; while it may hold (something can stop), the run's clock stands
     still."""
@@ -612,39 +718,39 @@ async def _step(
     retry: Any,
 ) -> Any:
     scope = run.scope
-    collected = _collected(state)
+    ctl = scope.ctl
+    quiet = ctl.quiet  # scope.quiet (read once: nothing is awaited until the before point)
+    # a fan-in step (ctx.collect_events, a list parameter) receives the events it collected
+    payload = getattr(state, "collection_release_payload", None)
+    collected = None if payload is None else list(payload.events)
     # Causes serve stepping only: a stop (not quiet) records what its unit emits.
     cause = None
-    if run.emitted and not scope.quiet:
+    if run.emitted and not quiet:
         cause = run.cause(collected[0] if collected else event)
     unit = scope.unit(
         step_name,
         branch=getattr(state, "invocation_id", None),
         attempt=getattr(retry, "retry_number", 0) + 1,
         cause=cause,
-        check_edit=_input_checker(event) if collected is None else _collected_checker(collected),
+        check_edit=(
+            _input_checker(type(event)) if collected is None else _collected_checker(collected)
+        ),
     )
-    if run.timeout is not None:
-        unit.note = (
-            f"note: the workflow's timeout ({run.timeout:g} s) does not run while flowdbg holds "
-            "one of its steps"
-        )
-    wanted = not scope.quiet or scope.recording
-    before_state = await _read_state(run) if wanted else None
+    if run.note is not None:
+        unit.note = run.note
+    wanted = not quiet or ctl.on_step is not None  # scope.recording
     if not wanted:  # nothing can stop or look: the event as it is
         shown: Any = event if collected is None else collected
-    elif collected is None:
-        shown = event_fields(event)
-    else:
-        shown = [event_fields(e) for e in collected]
-    if wanted:
-        edited = await _held(run, unit.abefore(state=before_state, input=shown))
-    else:
+        before_state = None
         edited = await unit.abefore(input=shown)
-    if edited is not shown and not isinstance(edited, Event):
-        # edited at the stop: the step receives the edited event(s) (an event object itself
-        # was edited where the stop opened on the fast path, by a pause say)
-        if collected is None:
+    else:
+        before_state = await _read_state(run)
+        shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
+        edited = await _held(run, unit.abefore(state=before_state, input=shown))
+    if edited is not shown:
+        if isinstance(edited, Event):  # an event object itself was edited where the stop
+            event = edited  # opened on the fast path (by a pause, say)
+        elif collected is None:  # edited at the stop: the step receives the edited event(s)
             event = _rebuild(event, edited, step_name, "input")
         else:
             events = [
@@ -652,10 +758,14 @@ async def _step(
             ]
             payload = state.collection_release_payload
             state = _replace(state, collection_release_payload=_replace(payload, events=events))
-    elif isinstance(edited, Event):
-        event = edited
     tool = None
-    if collected is None and _is_tool_call(type(event)):
+    if collected is None:
+        tool_call = _TOOL_CALLS.get(type(event))
+        if tool_call is None:
+            tool_call = _is_tool_call(type(event))
+    else:
+        tool_call = False
+    if tool_call:
         # an agent's tool call: a tool unit inside the step, held before the tool runs
         tool = unit.frame().unit(
             str(event.tool_name), kind="tool", branch=unit.branch, check_edit=_check_args
@@ -687,7 +797,11 @@ async def _step(
         raise raised from exc
     finally:
         _current_runtime.reset(token)
-    failed = next((item for item in outputs if isinstance(item, StepWorkerFailed)), None)
+    failed = None
+    for item in outputs:
+        if isinstance(item, StepWorkerFailed):
+            failed = item
+            break
     if tool is not None:
         outputs = await _tool_after(run, tool, outputs, before_state)
     if failed is not None:
@@ -699,11 +813,15 @@ async def _step(
         # wait_for_event: the step runs again from the top when the event arrives
         unit.discard(None, status="suspended")
         return outputs
-    table = run.runtime.accepts
-    if scope.quiet and not scope.recording:
-        # nothing can stop or look, nothing is recorded: the fast path
-        await unit.aafter(output=parts, decide=lambda parts: _targets(table, parts.events()))
+    decide = run.runtime.decide
+    if ctl.quiet and ctl.on_step is None:
+        # nothing can stop or look, nothing is recorded: the fast path, where the unit keeps
+        # (in the run log) only the events the step emitted, not LlamaIndex's results around
+        # them, which only an edit at a stop rebuilds
+        parts.outputs = ()
+        await unit.aafter(output=parts, decide=decide)
         return outputs
+    table = run.runtime.accepts
     view = parts.view()
     events = parts.events()
     after_state = await _read_state(run)

@@ -6,6 +6,8 @@ steps, streaming, human in the loop, custom start and stop events, failures)."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import gc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -340,3 +342,44 @@ def test_attached_and_recording_changes_nothing(name: str, tmp_path: Path) -> No
         assert stream == bare_stream
     else:
         assert sorted(stream) == sorted(bare_stream)
+
+
+def _cyclic_garbage(go: Callable[[], Any]) -> collections.Counter[str]:
+    """The objects of LlamaIndex and flowdbg that ``go()`` leaves in reference cycles (only a
+    garbage collection frees them), by type."""
+    gc.collect()
+    gc.disable()
+    try:
+        go()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        found = collections.Counter(
+            type(o).__qualname__
+            for o in gc.garbage
+            if type(o).__module__.startswith(("workflows", "flowdbg"))
+        )
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    return found
+
+
+def test_attached_runs_leave_no_cycles(dbg: flowdbg.Debugger) -> None:
+    """An attached run is freed by reference counting where the bare run is: a reference cycle
+    would keep the run's whole state alive until a garbage collection, whose cost was most of
+    the attached overhead (bench/RESULTS.md). (A run that fails, or waits for a human, leaves
+    cycles of LlamaIndex's own, which hold flowdbg's objects of the run too: not checked.)"""
+    checked = []
+    for name, (build, kwargs, _) in CASES.items():
+        bare = build()
+        attached = build()
+        dbg.attach(attached)
+        for wf in (bare, attached):  # the first run of each registers its steps
+            asyncio.run(_run(wf, kwargs))
+        if _cyclic_garbage(lambda wf=bare, kwargs=kwargs: asyncio.run(_run(wf, kwargs))):
+            continue
+        garbage = _cyclic_garbage(lambda wf=attached, kwargs=kwargs: asyncio.run(_run(wf, kwargs)))
+        assert not garbage, name
+        checked.append(name)
+    assert {"linear", "concurrent-collect", "nested"} <= set(checked), checked

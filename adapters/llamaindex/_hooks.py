@@ -502,7 +502,7 @@ class DebugRuntime(BaseRuntimeDecorator):
         return wrapped
 
     def get_internal_adapter(self, workflow: Any) -> Any:
-        inner = self._decorated.get_internal_adapter(workflow)
+        inner: Any = self._decorated.get_internal_adapter(workflow)
         run = RUN.get()
         if run is None or run.runtime is not self:
             return inner

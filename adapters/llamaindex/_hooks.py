@@ -511,7 +511,7 @@ class DebugRuntime(BaseRuntimeDecorator):
             # object itself, which the control loop then calls directly, a few times per tick,
             # rather than through a wrapper (the clock refers to no adapter: no cycle)
             with contextlib.suppress(AttributeError, TypeError):
-                inner.get_now = run.clock.get_now  # type: ignore[method-assign]
+                inner.get_now = run.clock.get_now
                 return inner
         return _ClockAdapter(inner, run.clock)
 

@@ -142,7 +142,7 @@ def _replacement(name: str, streams: bool) -> Callable[[Any], Any]:
                 bound = original.__get__(self, type(self))
                 if caller is None:
                     return await bound(*args, **kwargs)
-                return await _stream_call(*caller, self, name, bound, args, kwargs)
+                return await _call(*caller, self, name, bound, args, kwargs, streamed=True)
 
             method = stream_method
         else:
@@ -346,7 +346,11 @@ async def _call(
     method: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    *,
+    streamed: bool = False,
 ) -> Any:
+    """One model call as a unit: its before point, the call, then its after point (for a
+    streamed call, once the stream ends: see _streamed)."""
     unit, arguments = _open(parent, llm, name, args, kwargs)
     state = parent.state_before
     args, kwargs = await _before(run, unit, arguments, state)
@@ -360,36 +364,13 @@ async def _call(
         raise raised from exc
     finally:
         _CALLING.reset(token)
+    if streamed:
+        return _streamed(run, unit, response, state)
     reply = _reply_of(response)
     edited = await _held(run, unit.aafter(output=reply, state=state))
     if edited is reply:
         return response
     return _with_reply(response, _edited_reply(edited, reply))
-
-
-async def _stream_call(
-    run: _Run,
-    parent: Unit,
-    llm: Any,
-    name: str,
-    method: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
-    unit, arguments = _open(parent, llm, name, args, kwargs)
-    state = parent.state_before
-    args, kwargs = await _before(run, unit, arguments, state)
-    token = _CALLING.set(True)
-    try:
-        stream = await method(*args, **kwargs)
-    except BaseException as exc:
-        raised = await _failed(run, unit, exc, state)
-        if raised is exc:
-            raise
-        raise raised from exc
-    finally:
-        _CALLING.reset(token)
-    return _streamed(run, unit, stream, state)
 
 
 async def _streamed(run: _Run, unit: Unit, stream: Any, state: Any) -> AsyncIterator[Any]:

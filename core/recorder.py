@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.events import ErrorInfo
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
     from flowdbg.store import Store
 
-__all__ = ["OVERFLOW", "Recorder", "run_record", "step_record"]
+__all__ = ["OVERFLOW", "Recorder", "run_record", "step_fields", "step_record"]
 
 #: the overflow policies of a recorder whose writer falls :attr:`Recorder.max_queue` behind
 OVERFLOW = ("wait", "drop")
@@ -43,8 +44,10 @@ log = logging.getLogger("flowdbg.recorder")
 _HOST = socket.gethostname()
 
 
-def step_record(unit: Unit) -> StepRecord:
-    """The record of a finished (or running) unit."""
+def step_fields(unit: Unit) -> tuple[Any, ...]:
+    """The fields of a finished (or running) unit's :class:`~flowdbg.records.StepRecord`, as a
+    tuple in the record's field order (what :meth:`Store.write_fields
+    <flowdbg.store.Store.write_fields>` takes)."""
     state, decision = unit.resolved()
     run = unit.run
     if isinstance(run, Frame) and not run.calls_write_state:
@@ -56,27 +59,34 @@ def step_record(unit: Unit) -> StepRecord:
         # Where the calls write the run's state themselves (an agent's tools write the run
         # context: Frame.calls_write_state), the state after each call is kept.
         state = None
-    value = unit.record_value
-    error = value("exception")
-    return StepRecord(
-        run_id=unit.run.info.run_id,
-        step=unit.step,
-        node=unit.node,
-        kind=unit.kind,
-        path=unit.run.path,
-        superstep=unit.superstep,
-        branch=unit.branch,
-        attempt=unit.attempt,
-        status=unit.status,
-        started_at=value("started_at") or 0.0,
-        ended_at=value("ended_at"),
-        input=value("input"),
-        output=value("output"),
-        state=state,
-        decision=decision,
-        error=None if error is None else ErrorInfo.of(error),
-        child_run_id=unit.child_run_id,
+    # The outcome slots are set as the unit gets that far (see Unit.record_value): read them
+    # directly, as this runs for every step.
+    error = getattr(unit, "exception", None)
+    return (
+        run.info.run_id,
+        unit.step,
+        unit.node,
+        unit.kind,
+        run.path,
+        unit.superstep,
+        unit.branch,
+        unit.attempt,
+        unit.status,
+        getattr(unit, "started_at", None) or 0.0,
+        getattr(unit, "ended_at", None),
+        getattr(unit, "input", None),
+        getattr(unit, "output", None),
+        state,
+        decision,
+        None if error is None else ErrorInfo.of(error),
+        False,
+        unit.child_run_id,
     )
+
+
+def step_record(unit: Unit) -> StepRecord:
+    """The record of a finished (or running) unit."""
+    return StepRecord(*step_fields(unit))
 
 
 def run_record(info: RunInfo) -> RunRecord:
@@ -235,27 +245,33 @@ class Recorder:
                 return
 
     def _write_some(self) -> None:
-        runs: list[RunRecord] = []
-        steps: list[StepRecord] = []
-        ended: list[RunRecord] = []
+        started: list[Any] = []
+        steps: list[tuple[Any, ...]] = []
+        ending: dict[int, Any] = {}
         taken = 0
         queue = self._queue
-        while queue and len(steps) < self.batch_size:
-            with self._take_lock:
+        take_lock = self._take_lock
+        batch_size = self.batch_size
+        while queue and len(steps) < batch_size:
+            with take_lock:
                 kind, item = queue.popleft()
                 self._taken += 1
             taken += 1
-            try:
-                if kind == "step":
-                    steps.append(step_record(item))
-                elif kind == "run":
-                    runs.append(run_record(item))
-                else:
-                    ended.append(run_record(item))
-            except Exception:  # never let one bad record stop the writer
-                log.exception("flowdbg could not record a %s; it is skipped", kind)
+            if kind == "step":
+                try:
+                    steps.append(step_fields(item))
+                except Exception:  # never let one bad record stop the writer
+                    log.exception("flowdbg could not record a step; it is skipped")
+            elif kind == "run":
+                started.append(item)
+            else:
+                ending[id(item)] = item
+        # A run's records are made now, from its current state: a run that started and ended
+        # within the batch is written once, as ended (its row then counts the batch's steps).
+        runs = self._records(info for info in started if id(info) not in ending)
+        ended = self._records(ending.values())
         try:
-            self.store.write_batch(runs=runs, steps=steps, ended=ended)
+            self.store.write_fields(runs=runs, steps=steps, ended=ended)
         except Exception as exc:
             if not self._failed_once:
                 self._failed_once = True
@@ -263,6 +279,16 @@ class Recorder:
         with self._cond:
             self._written += taken
             self._cond.notify_all()
+
+    @staticmethod
+    def _records(infos: Iterable[RunInfo]) -> list[RunRecord]:
+        records = []
+        for info in infos:
+            try:
+                records.append(run_record(info))
+            except Exception:  # never let one bad record stop the writer
+                log.exception("flowdbg could not record a run; it is skipped")
+        return records
 
     # -- control --
 

@@ -348,6 +348,27 @@ class Store(abc.ABC):
         :raises StoreError: if the database cannot be written.
         """
 
+    def write_fields(
+        self,
+        *,
+        runs: Sequence[RunRecord] = (),
+        steps: Sequence[tuple[Any, ...]] = (),
+        ended: Sequence[RunRecord] = (),
+    ) -> None:
+        """:meth:`write_batch` with each step given as the tuple of its
+        :class:`~flowdbg.records.StepRecord` fields, in their declared order.
+
+        The recorder writes through this method: it hands over the fields it read from each
+        unit without making a record object per step. This default makes the records and calls
+        :meth:`write_batch`; a store may read the tuples directly.
+
+        :param runs: as for :meth:`write_batch`.
+        :param steps: the steps' fields (``run_id, step, node, kind, path, ...``).
+        :param ended: as for :meth:`write_batch`.
+        :raises StoreError: if the database cannot be written.
+        """
+        self.write_batch(runs=runs, steps=[StepRecord(*fields) for fields in steps], ended=ended)
+
     @abc.abstractmethod
     def get_run(self, run_id: str) -> RunRecord:
         """One run, with its ``step_count``.

@@ -48,7 +48,8 @@ __all__ = ["DB_SCHEMA_VERSION", "SQLiteStore"]
 log = logging.getLogger("flowdbg.store")
 
 _HOST = socket.gethostname()
-#: small flat dicts whose columns a store remembers (see SQLiteStore._encode)
+#: small flat dicts whose columns a store remembers (see SQLiteStore._encode); no more keys
+#: than flat_column takes
 _FLAT_CACHED_KEYS = 8
 _FLAT_CACHE = 4096
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -217,13 +218,23 @@ def _text(value: str | None) -> str | None:
 class _Where:
     """Where a step's value comes from, for a warning; made into text only when one is due."""
 
-    __slots__ = ("step",)
+    __slots__ = ("run_id", "step")
 
-    def __init__(self, step: StepRecord) -> None:
+    def __init__(self, run_id: str, step: int) -> None:
+        self.run_id = run_id
         self.step = step
 
     def __str__(self) -> str:
-        return f"at step {self.step.step} of run {self.step.run_id}"
+        return f"at step {self.step} of run {self.run_id}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _path_column(path: tuple[str, ...]) -> str:
+    """The path column of a step (a run's steps share their path: made once)."""
+    return to_json(list(path)) if path else "[]"
+
+
+_NO_ERROR = (None, None, None, None)
 
 
 def _error_columns(error: ErrorInfo | None, keys: re.Pattern[str] | None) -> tuple[str | None, ...]:
@@ -328,6 +339,8 @@ class SQLiteStore(Store):
         self._long_keys: dict[tuple[int, int, int], str] = {}
         #: the columns of small flat dicts met before, by content (see _encode)
         self._flat: dict[tuple[Any, ...], str] = {}
+        #: the decision columns of lists of short node names met before
+        self._decisions: dict[tuple[Any, ...], str] = {}
         self._known_generation: str | None = None
         self._warned: set[str] = set()
         self._check_file(create and not readonly)
@@ -615,26 +628,27 @@ class SQLiteStore(Store):
             return None, False
         if type(value) is dict and len(value) <= _FLAT_CACHED_KEYS:
             # A small dict of scalars met before (a step's input is the state after the step
-            # before it) has its column remembered, by content: its items with their types
-            # (True and 1 are equal; a float is left out, -0.0 being equal to 0.0)
-            items = [(key, item.__class__, item) for key, item in value.items()]
-            if not any(kind is float for _, kind, _ in items):
+            # before it) has its column remembered, by content: its items and their types
+            # (True and 1 are equal; a float is left out, -0.0 being equal to 0.0). Both
+            # tuples are made by C loops: this lookup runs for most values of small steps.
+            kinds = tuple(map(type, value.values()))
+            key: tuple[Any, ...] | None = None
+            if float not in kinds:
+                key = (tuple(value.items()), kinds)
                 try:
-                    found = self._flat.get(tuple(items))
+                    found = self._flat.get(key)
                 except TypeError:  # an unhashable item (a list): not a flat dict
-                    found = None
+                    key = None
                 else:
                     if found is not None:
                         return found, False
-                    column = flat_column(encoder, value)
-                    if column is not None:
-                        if len(self._flat) >= _FLAT_CACHE:
-                            self._flat.clear()
-                        self._flat[tuple(items)] = column
-                        return column, False
-        column = flat_column(encoder, value)
-        if column is not None:
-            return column, False
+            column = flat_column(encoder, value)
+            if column is not None:
+                if key is not None:
+                    if len(self._flat) >= _FLAT_CACHE:
+                        self._flat.clear()
+                    self._flat[key] = column
+                return column, False
         plain, partial = encoder.encode(value)
         if partial:
             self._warn(encoder.failures, str(where))
@@ -679,45 +693,72 @@ class SQLiteStore(Store):
             "host": run.host,
         }
 
-    def _step_params(self, step: StepRecord, encoder: Encoder, packer: Packer) -> tuple[Any, ...]:
-        where = _Where(step)
-        input_ref, p1 = self._encode(encoder, packer, step.input, where)
-        output_ref, p2 = self._encode(encoder, packer, step.output, where)
-        state_ref, p3 = self._encode(encoder, packer, step.state, where)
+    def _step_row(
+        self, fields: tuple[Any, ...], encoder: Encoder, packer: Packer
+    ) -> tuple[Any, ...]:
+        """The steps row of a step given as its fields (see :meth:`Store.write_fields`)."""
+        (
+            run_id,
+            step,
+            node,
+            kind,
+            path,
+            superstep,
+            branch,
+            attempt,
+            status,
+            started_at,
+            ended_at,
+            input_value,
+            output_value,
+            state_value,
+            routed,
+            error,
+            partial,
+            child_run_id,
+        ) = fields
+        where = _Where(run_id, step)
+        encode = self._encode
+        input_ref, p1 = encode(encoder, packer, input_value, where)
+        output_ref, p2 = encode(encoder, packer, output_value, where)
+        state_ref, p3 = encode(encoder, packer, state_value, where)
         decision = None
         p4 = False
-        routed = step.decision
         if routed is not None:
-            if type(routed) is list and all(
-                type(name) is str and len(name) < _MIN_TEXT for name in routed
-            ):  # short node names (too short for a token's shape: nothing to redact)
-                decision = to_json(routed)
-            else:
-                plain, p4 = encoder.encode(routed)
-                if p4:
-                    self._warn(encoder.failures, str(where))
-                decision = to_json(plain)
-        duration = None if step.ended_at is None else step.ended_at - step.started_at
+            decision = self._decisions.get(tuple(routed)) if type(routed) is list else None
+            if decision is None:
+                if type(routed) is list and all(
+                    type(name) is str and len(name) < _MIN_TEXT for name in routed
+                ):  # short node names (too short for a token's shape: nothing to redact)
+                    decision = to_json(routed)
+                    if len(self._decisions) >= _FLAT_CACHE:
+                        self._decisions.clear()
+                    self._decisions[tuple(routed)] = decision
+                else:
+                    plain, p4 = encoder.encode(routed)
+                    if p4:
+                        self._warn(encoder.failures, str(where))
+                    decision = to_json(plain)
         return (
-            step.run_id,
-            step.step,
-            step.superstep,
-            to_json(list(step.path)) if step.path else "[]",
-            _text(step.node),
-            step.kind,
-            step.status,
-            step.started_at,
-            step.ended_at,
-            duration,
+            run_id,
+            step,
+            superstep,
+            _path_column(path) if type(path) is tuple else to_json(list(path)),
+            node if type(node) is str and node.isascii() else _text(node),
+            kind,
+            status,
+            started_at,
+            ended_at,
+            None if ended_at is None else ended_at - started_at,
             decision,
-            *_error_columns(step.error, self._redact),
-            _text(step.branch),
-            step.attempt,
+            *(_NO_ERROR if error is None else _error_columns(error, self._redact)),
+            branch if branch is None or branch.isascii() else _text(branch),
+            attempt,
             input_ref,
             output_ref,
             state_ref,
-            int(bool(step.partial or p1 or p2 or p3 or p4)),
-            step.child_run_id,
+            int(bool(partial or p1 or p2 or p3 or p4)),
+            child_run_id,
         )
 
     def write_batch(
@@ -728,6 +769,42 @@ class SQLiteStore(Store):
         ended: Sequence[RunRecord] = (),
     ) -> None:
         """See :meth:`Store.write_batch`."""
+        self.write_fields(
+            runs=runs,
+            steps=[
+                (
+                    s.run_id,
+                    s.step,
+                    s.node,
+                    s.kind,
+                    s.path,
+                    s.superstep,
+                    s.branch,
+                    s.attempt,
+                    s.status,
+                    s.started_at,
+                    s.ended_at,
+                    s.input,
+                    s.output,
+                    s.state,
+                    s.decision,
+                    s.error,
+                    s.partial,
+                    s.child_run_id,
+                )
+                for s in steps
+            ],
+            ended=ended,
+        )
+
+    def write_fields(
+        self,
+        *,
+        runs: Sequence[RunRecord] = (),
+        steps: Sequence[tuple[Any, ...]] = (),
+        ended: Sequence[RunRecord] = (),
+    ) -> None:
+        """See :meth:`Store.write_fields`."""
         if not (runs or steps or ended):
             return
         # Serialize before taking the write lock, so that other writers wait only for SQL.
@@ -735,8 +812,14 @@ class SQLiteStore(Store):
         packer = Packer(self._long_keys, self._known)
         started_rows = [self._run_params(run, encoder, packer) for run in runs]
         step_rows: dict[str, list[tuple[Any, ...]]] = {}
-        for step in steps:
-            step_rows.setdefault(step.run_id, []).append(self._step_params(step, encoder, packer))
+        step_row = self._step_row
+        for fields in steps:
+            row = step_row(fields, encoder, packer)
+            run_rows = step_rows.get(row[0])
+            if run_rows is None:
+                step_rows[row[0]] = [row]
+            else:
+                run_rows.append(row)
         ended_rows = [self._run_params(run, encoder, packer) for run in ended]
         with self._lock:
             fresh = [key for key in packer.blobs if key not in self._known]

@@ -217,13 +217,13 @@ def _slow_writes(dbg: flowdbg.Debugger, monkeypatch: pytest.MonkeyPatch) -> None
     """Make the store's writer slower than the run, so the queue fills up."""
     store = dbg.store
     assert store is not None
-    write = store.write_batch
+    write = store.write_fields  # what the recorder writes through
 
     def slow_write(**batch: Any) -> None:
         time.sleep(0.002)
         write(**batch)
 
-    monkeypatch.setattr(store, "write_batch", slow_write)
+    monkeypatch.setattr(store, "write_fields", slow_write)
 
 
 def test_a_run_outrunning_the_writer_waits_and_loses_no_step(

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from store_helpers import counting_steps, run, run_id
+from store_helpers import counting_steps, run, run_id, step
 
 from flowdbg.errors import FlowdbgError
 from flowdbg.store import (
@@ -235,6 +235,44 @@ def test_an_older_schema_is_migrated_forward(
         conn.close()
     with open_store(db, readonly=True) as store:  # now current: read-only works again
         assert store.get_run(run_id(1)).step_count == 3
+
+
+def indexes(db: Path) -> list[str]:
+    conn = sqlite3.connect(db)
+    try:
+        query = "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        return sorted(name for (name,) in conn.execute(query))
+    finally:
+        conn.close()
+
+
+def test_the_state_index_of_earlier_databases_is_dropped_when_opened_for_writing(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "earlier.db"
+    with open_store(db) as store:
+        store.write_batch(runs=[run(1)], steps=counting_steps(run_id(1), 4))
+    conn = sqlite3.connect(db)  # as databases made before it was retired have it
+    conn.execute("CREATE INDEX steps_state ON steps (run_id, step) WHERE state_ref IS NOT NULL")
+    conn.close()
+    with open_store(db, readonly=True) as store:  # a reader changes nothing
+        assert store.get_state(run_id(1), 3) == {"count": 3}
+    assert "steps_state" in indexes(db)
+    with open_store(db) as store:
+        assert store.get_state(run_id(1), 3) == {"count": 3}
+        assert store.get_state(run_id(1)) == {"count": 4}
+    assert "steps_state" not in indexes(db)
+
+
+def test_the_latest_state_is_found_behind_steps_without_one(tmp_path: Path) -> None:
+    # calls record no state: get_state reads back past them to the unit's
+    with open_store(tmp_path / "calls.db") as store:
+        rid = run_id(1)
+        calls = [step(rid, i, node="tool", kind="tool", state=None) for i in range(2, 40)]
+        store.write_batch(runs=[run(1)], steps=[*counting_steps(rid, 1), *calls])
+        assert store.get_state(rid, 39) == {"count": 1}
+        assert store.get_state(rid) == {"count": 1}
+        assert store.last_writers(rid, 39) == {"count": (1, "inc")}
 
 
 def test_a_read_only_store_reads_and_refuses_to_write(tmp_path: Path) -> None:

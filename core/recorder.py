@@ -248,15 +248,12 @@ class Recorder:
         started: list[Any] = []
         steps: list[tuple[Any, ...]] = []
         ending: dict[int, Any] = {}
-        taken = 0
         queue = self._queue
-        take_lock = self._take_lock
-        batch_size = self.batch_size
-        while queue and len(steps) < batch_size:
-            with take_lock:
-                kind, item = queue.popleft()
-                self._taken += 1
-            taken += 1
+        with self._take_lock:  # one batch taken at once (flush() counts under this lock)
+            taken = min(len(queue), self.batch_size)
+            items = [queue.popleft() for _ in range(taken)]
+            self._taken += taken
+        for kind, item in items:
             if kind == "step":
                 try:
                     steps.append(step_fields(item))

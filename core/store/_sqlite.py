@@ -223,17 +223,10 @@ def _text(value: str | None) -> str | None:
     return value
 
 
-class _Where:
-    """Where a step's value comes from, for a warning; made into text only when one is due."""
-
-    __slots__ = ("run_id", "step")
-
-    def __init__(self, run_id: str, step: int) -> None:
-        self.run_id = run_id
-        self.step = step
-
-    def __str__(self) -> str:
-        return f"at step {self.step} of run {self.run_id}"
+def _where(where: str | tuple[Any, ...]) -> str:
+    """Where a value comes from, for a warning: a text, or a step's fields (made into text only
+    when a warning is due)."""
+    return where if type(where) is str else f"at step {where[1]} of run {where[0]}"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -648,7 +641,7 @@ class SQLiteStore(Store):
     # -- writing --
 
     def _encode(
-        self, encoder: Encoder, packer: Packer, value: Any, where: str | _Where
+        self, encoder: Encoder, packer: Packer, value: Any, where: str | tuple[Any, ...]
     ) -> tuple[str | None, bool]:
         if value is None:
             return None, False
@@ -677,7 +670,7 @@ class SQLiteStore(Store):
                 return column, False
         plain, partial = encoder.encode(value)
         if partial:
-            self._warn(encoder.failures, str(where))
+            self._warn(encoder.failures, _where(where))
         return packer.column(plain), partial
 
     def _warn(self, types: Iterable[str], where: str) -> None:
@@ -743,7 +736,7 @@ class SQLiteStore(Store):
             partial,
             child_run_id,
         ) = fields
-        where = _Where(run_id, step)
+        where = fields
         encode = self._encode
         input_ref, p1 = encode(encoder, packer, input_value, where)
         output_ref, p2 = encode(encoder, packer, output_value, where)
@@ -763,7 +756,7 @@ class SQLiteStore(Store):
                 else:
                     plain, p4 = encoder.encode(routed)
                     if p4:
-                        self._warn(encoder.failures, str(where))
+                        self._warn(encoder.failures, _where(where))
                     decision = to_json(plain)
         return (
             run_id,

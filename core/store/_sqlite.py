@@ -51,6 +51,10 @@ _HOST = socket.gethostname()
 #: small flat dicts whose columns a store remembers (see SQLiteStore._encode); no more keys
 #: than flat_column takes
 _FLAT_CACHED_KEYS = 8
+#: the types of the values of a small dict whose column is remembered (hashable, and equal only
+#: when their JSON is: not float, whose -0.0 equals 0.0), and of one that may have a flat column
+_CACHED_KINDS = frozenset({str, int, bool, type(None)})
+_FLAT_KINDS = _CACHED_KINDS | {float}
 _FLAT_CACHE = 4096
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT = 30.0
@@ -648,26 +652,30 @@ class SQLiteStore(Store):
         if type(value) is dict and len(value) <= _FLAT_CACHED_KEYS:
             # A small dict of scalars met before (a step's input is the state after the step
             # before it) has its column remembered, by content: its items and their types
-            # (True and 1 are equal; a float is left out, -0.0 being equal to 0.0). Both
-            # tuples are made by C loops: this lookup runs for most values of small steps.
+            # (True and 1 are equal; a float is left out, -0.0 being equal to 0.0). The tuples
+            # and the type check are C loops: this runs for most values of small steps.
             kinds = tuple(map(type, value.values()))
-            key: tuple[Any, ...] | None = None
-            if float not in kinds:
-                key = (tuple(value.items()), kinds)
+            if _CACHED_KINDS.issuperset(kinds):
+                # one flat tuple (the pairs, then their types): a nested one costs the
+                # garbage collector more, as the cache holds thousands
+                key: tuple[Any, ...] | None = tuple(value.items()) + kinds
                 try:
                     found = self._flat.get(key)
-                except TypeError:  # an unhashable item (a list): not a flat dict
-                    key = None
-                else:
-                    if found is not None:
-                        return found, False
-            column = flat_column(encoder, value)
-            if column is not None:
-                if key is not None:
-                    if len(self._flat) >= _FLAT_CACHE:
-                        self._flat.clear()
-                    self._flat[key] = column
-                return column, False
+                except Exception:  # a key whose == raises: never cached, nothing to find
+                    found = key = None
+                if found is not None:
+                    return found, False
+                column = flat_column(encoder, value)
+                if column is not None:
+                    if key is not None:
+                        if len(self._flat) >= _FLAT_CACHE:
+                            self._flat.clear()
+                        self._flat[key] = column
+                    return column, False
+            elif float in kinds and _FLAT_KINDS.issuperset(kinds):
+                column = flat_column(encoder, value)
+                if column is not None:
+                    return column, False
         plain, partial = encoder.encode(value)
         if partial:
             self._warn(encoder.failures, _where(where))

@@ -293,3 +293,26 @@ def test_small_flat_values_met_again_keep_their_types(store: SQLiteStore) -> Non
     got = [store.get_state(rid, step=n) for n in range(1, len(states) + 1)]
     assert [(s["x"], type(s["x"])) for s in got] == [(s["x"], type(s["x"])) for s in states]
     assert str(got[4]["x"]) == "-0.0"
+
+
+def test_small_values_met_again_with_other_keys_or_shapes_keep_their_own(
+    store: SQLiteStore,
+) -> None:
+    """The remembered columns tell apart dicts whose items differ only in key order, in size,
+    or in holding a container (a list is no flat value), and secrets stay redacted."""
+    rid = run_id(1)
+    states: list[dict[str, Any]] = [
+        {"a": 1, "b": 2},
+        {"b": 2, "a": 1},
+        {"a": 1},
+        {"a": [1], "b": 2},
+        {"a": 1, "b": 2},
+        {"a": 1, "api_key": "k-123456789"},
+        {"a": 1, "api_key": "k-123456789"},
+    ]
+    store.write_batch(
+        runs=[run(1)], steps=[step(rid, n, state=state) for n, state in enumerate(states, 1)]
+    )
+    got = [store.get_state(rid, step=n) for n in range(1, len(states) + 1)]
+    assert [list(s.items()) for s in got[:5]] == [list(s.items()) for s in states[:5]]
+    assert got[5] == got[6] == {"a": 1, "api_key": "[REDACTED]"}

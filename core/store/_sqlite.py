@@ -658,16 +658,17 @@ class SQLiteStore(Store):
             if _CACHED_KINDS.issuperset(kinds):
                 # one flat tuple (the pairs, then their types): a nested one costs the
                 # garbage collector more, as the cache holds thousands
-                key: tuple[Any, ...] | None = tuple(value.items()) + kinds
+                key = tuple(value.items()) + kinds
+                cacheable = True
                 try:
                     found = self._flat.get(key)
                 except Exception:  # a key whose == raises: never cached, nothing to find
-                    found = key = None
+                    found, cacheable = None, False
                 if found is not None:
                     return found, False
                 column = flat_column(encoder, value)
                 if column is not None:
-                    if key is not None:
+                    if cacheable:
                         if len(self._flat) >= _FLAT_CACHE:
                             self._flat.clear()
                         self._flat[key] = column

@@ -2,12 +2,14 @@
 
 It is a plugin like any other, observing ``flowdbg_on_run_start``, ``flowdbg_on_step`` and
 ``flowdbg_on_run_end``. The debugged program only appends to a queue (a few hundred nanoseconds
-per unit); a writer thread turns the queued units into :class:`~flowdbg.records.StepRecord` s
-and writes them in batches, one transaction each. The queue is bounded; when the writer falls
-that far behind, the overflow policy decides: ``"wait"`` (the default) holds the thread that
-finished the step until the writer has caught up by a quarter of the queue, so the run slows
-down for a moment and no step is lost; ``"drop"`` drops new steps instead, counts them and
-warns once, so the run is never slowed. At interpreter exit the queue is flushed.
+per unit); a writer thread reads the queued units' fields (those of their
+:class:`~flowdbg.records.StepRecord`, as tuples: :func:`step_fields`) and writes them in
+batches with :meth:`Store.write_fields <flowdbg.store.Store.write_fields>`, one transaction
+each. The queue is bounded; when the writer falls that far behind, the overflow policy decides:
+``"wait"`` (the default) holds the thread that finished the step until the writer has caught up
+by a quarter of the queue, so the run slows down for a moment and no step is lost; ``"drop"``
+drops new steps instead, counts them and warns once, so the run is never slowed. At
+interpreter exit the queue is flushed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The embedded store: one SQLite file, shared safely by threads and processes.
 
 The file is in WAL mode: readers never block the writer and see whole transactions only; every
-:meth:`SQLiteStore.write_batch` is one ``BEGIN IMMEDIATE`` transaction, so a process killed at
-any moment leaves every batch it committed. Each thread has its own connection.
+:meth:`SQLiteStore.write_batch` (and :meth:`~SQLiteStore.write_fields`, the recorder's way in)
+is one ``BEGIN IMMEDIATE`` transaction, so a process killed at any moment leaves every batch it
+committed. Each thread has its own connection.
 
 Values live in the content-addressed ``blobs`` table (see :mod:`flowdbg.store._encode`); a
 column holding a value holds its *entry*: ``'[value]'`` inline, or ``'"key"'`` for a blob.
@@ -797,9 +798,9 @@ class SQLiteStore(Store):
         ended: Sequence[RunRecord] = (),
     ) -> None:
         """See :meth:`Store.write_batch`."""
-        self.write_fields(
-            runs=runs,
-            steps=[
+        self._write_steps(
+            runs,
+            [
                 (
                     s.run_id,
                     s.step,
@@ -822,7 +823,7 @@ class SQLiteStore(Store):
                 )
                 for s in steps
             ],
-            ended=ended,
+            ended,
         )
 
     def write_fields(
@@ -833,6 +834,15 @@ class SQLiteStore(Store):
         ended: Sequence[RunRecord] = (),
     ) -> None:
         """See :meth:`Store.write_fields`."""
+        self._write_steps(runs, steps, ended)
+
+    def _write_steps(
+        self,
+        runs: Sequence[RunRecord],
+        steps: Sequence[tuple[Any, ...]],
+        ended: Sequence[RunRecord],
+    ) -> None:
+        # write_batch and write_fields both come here, so that a subclass may override either
         if not (runs or steps or ended):
             return
         # Serialize before taking the write lock, so that other writers wait only for SQL.

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 
 import flowdbg
 from flowdbg.adapters.stategraph import END, StateGraph
-from flowdbg.store import open_store
+from flowdbg.recorder import Recorder
+from flowdbg.records import RunRecord, StepRecord
+from flowdbg.store import SQLiteStore, Store, open_store
 
 T = 10.0
 
@@ -47,6 +50,46 @@ def test_every_step_is_recorded_with_state(tmp_path: Path) -> None:
     assert store.get_state(run.run_id) == {"count": 5, "finished": True}
     assert all(s.duration is not None and s.duration >= 0 for s in steps)
     dbg.close()
+
+
+class RecordsOnly(SQLiteStore):
+    """A store that takes records: the base class's ``write_fields`` makes them from the fields
+    the recorder hands over."""
+
+    write_fields = Store.write_fields
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.received: list[Any] = []
+
+    def write_batch(
+        self,
+        *,
+        runs: Sequence[RunRecord] = (),
+        steps: Sequence[StepRecord] = (),
+        ended: Sequence[RunRecord] = (),
+    ) -> None:
+        self.received.extend(steps)
+        super().write_batch(runs=runs, steps=steps, ended=ended)
+
+
+def test_a_store_that_takes_records_gets_every_step_as_one(tmp_path: Path) -> None:
+    store = RecordsOnly(tmp_path / "r.db")
+    recorder = Recorder(store)
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    app = dbg.attach(loop_graph(3))
+    assert app.invoke({"count": 0}) == {"count": 3, "finished": True}
+    assert recorder.flush(T)
+    assert all(type(s) is StepRecord for s in store.received)
+    assert [(s.step, s.node, s.state, s.decision) for s in store.received] == [
+        (1, "inc", {"count": 1}, ["inc"]),
+        (2, "inc", {"count": 2}, ["inc"]),
+        (3, "inc", {"count": 3}, ["done"]),
+        (4, "done", {"count": 3, "finished": True}, ["__end__"]),
+    ]
+    (run,) = store.list_runs()
+    assert run.status == "completed" and run.step_count == 4
+    recorder.close()
 
 
 def test_recording_off_by_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,7 +236,16 @@ def _where(where: str | tuple[Any, ...]) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _path_column(path: tuple[str, ...]) -> str:
+    return to_json(list(path)) if path else "[]"
+
+
+def _path_text(path: Sequence[str]) -> str:
     """The path column of a step (a run's steps share their path: made once)."""
+    if type(path) is tuple:
+        try:
+            return _path_column(path)
+        except TypeError:  # not names (unhashable): made each time
+            pass
     return to_json(list(path)) if path else "[]"
 
 
@@ -504,22 +513,25 @@ class SQLiteStore(Store):
             self.close()
             raise
 
-    @staticmethod
-    def _retire_indexes(conn: sqlite3.Connection) -> None:
+    def _retire_indexes(self, conn: sqlite3.Connection) -> None:
         """Drop the indexes of :data:`_RETIRED_INDEXES` that the database has."""
         marks = ", ".join("?" * len(_RETIRED_INDEXES))
         sql = f"SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ({marks})"
         if not conn.execute(sql, _RETIRED_INDEXES).fetchall():
             return  # nothing to drop: no write lock taken
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            for (name,) in conn.execute(sql, _RETIRED_INDEXES).fetchall():
-                conn.execute(f"DROP INDEX IF EXISTS {name}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for (name,) in conn.execute(sql, _RETIRED_INDEXES).fetchall():
+                    conn.execute(f"DROP INDEX IF EXISTS {name}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            # a busy or full database: the index only costs time, so it waits for next time
+            log.info("flowdbg could not drop a retired index of %s: %s", self.path, exc)
 
     def _wal(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL mode (it stays with the file).
@@ -754,25 +766,26 @@ class SQLiteStore(Store):
         decision = None
         p4 = False
         if routed is not None:
-            decision = self._decisions.get(tuple(routed)) if type(routed) is list else None
-            if decision is None:
-                if type(routed) is list and all(
-                    type(name) is str and len(name) < _MIN_TEXT for name in routed
-                ):  # short node names (too short for a token's shape: nothing to redact)
+            if type(routed) is list and all(
+                type(name) is str and len(name) < _MIN_TEXT for name in routed
+            ):  # short node names (too short for a token's shape: nothing to redact)
+                names = tuple(routed)
+                decision = self._decisions.get(names)
+                if decision is None:
                     decision = to_json(routed)
                     if len(self._decisions) >= _FLAT_CACHE:
                         self._decisions.clear()
-                    self._decisions[tuple(routed)] = decision
-                else:
-                    plain, p4 = encoder.encode(routed)
-                    if p4:
-                        self._warn(encoder.failures, _where(where))
-                    decision = to_json(plain)
+                    self._decisions[names] = decision
+            else:  # anything else (a Send holding a dict cannot be a cache key)
+                plain, p4 = encoder.encode(routed)
+                if p4:
+                    self._warn(encoder.failures, _where(where))
+                decision = to_json(plain)
         return (
             run_id,
             step,
             superstep,
-            _path_column(path) if type(path) is tuple else to_json(list(path)),
+            _path_text(path),
             node if type(node) is str and node.isascii() else _text(node),
             kind,
             status,

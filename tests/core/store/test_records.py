@@ -316,3 +316,13 @@ def test_small_values_met_again_with_other_keys_or_shapes_keep_their_own(
     got = [store.get_state(rid, step=n) for n in range(1, len(states) + 1)]
     assert [list(s.items()) for s in got[:5]] == [list(s.items()) for s in states[:5]]
     assert got[5] == got[6] == {"a": 1, "api_key": "[REDACTED]"}
+
+
+def test_routing_decisions_of_names_and_of_other_values_read_back(store: SQLiteStore) -> None:
+    rid = run_id(1)
+    decisions: list[Any] = [["a"], ["b", "c"], ["a"], [{"node": "a", "arg": {"k": 1}}], ["a"]]
+    store.write_batch(
+        runs=[run(1)],
+        steps=[step(rid, n, decision=decision) for n, decision in enumerate(decisions, 1)],
+    )
+    assert [s.decision for s in store.get_steps(rid)] == decisions

@@ -38,7 +38,13 @@ from flowdbg.testing._control import (
     AbstractSteppingTests,
     AbstractTerminateTests,
 )
-from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._fixtures import (
+    EXPECTED,
+    SCENARIO_CAPABILITIES,
+    AdapterFixtures,
+    Placement,
+    Scenario,
+)
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -75,6 +81,7 @@ __all__ = [
     "AbstractWaitTests",
     "AbstractWatchTests",
     "AdapterFixtures",
+    "Placement",
     "Scenario",
     "SuiteBase",
     "ThreadCall",

@@ -108,8 +108,9 @@ class AbstractRecordingTests(SuiteBase):
         parent_steps = {s.step: s for s in store.get_steps(root.run_id)}
         assert child.parent_step is not None
         assert parent_steps[child.parent_step].node == "sub"
-        assert [s.node for s in store.get_steps(child.run_id)] == ["inner1", "inner2"]
-        assert [s.node for s in store.get_steps(root.run_id, kind=self.unit_kind)] == [
+        kind = self.scenario_kind
+        assert [s.node for s in store.get_steps(child.run_id, kind=kind)] == ["inner1", "inner2"]
+        assert [s.node for s in store.get_steps(root.run_id, kind=kind)] == [
             "pre",
             "sub",
             "post",

@@ -25,7 +25,7 @@ from agents import Agent, AgentHooks, RunContextWrapper, Runner, function_tool, 
 from agents.testing import ModelStep, assistant_message, function_call
 from pydantic import BaseModel
 
-from flowdbg.testing import ALL_SUITES, AdapterFixtures, Scenario
+from flowdbg.testing import ALL_SUITES, AdapterFixtures, Placement, Scenario
 
 #: Longest a slow tool waits for release() before giving up on its own.
 SLOW_LIMIT = 10.0
@@ -42,40 +42,6 @@ _NOT_LINEAR = (
 )
 
 # Why tests that build a scenario cannot hold for an agent run (OpenAIAgentsFixtures.excluded).
-_NESTED_DEPTH = (
-    "the outer units (pre, sub, post) are tool calls one level inside the agent (depth 1), and "
-    "an agent used as a tool runs as a child run of the tool call 'sub' (path ('agent', "
-    "'sub')) that starts with the inner agent's own unit, named 'sub' too (a breakpoint on "
-    "'sub' stops at both), so inner1 and inner2 sit three levels down (agent/sub/sub), between "
-    "the inner agent's model turns; the test expects the outer units at the top level and the "
-    "inner ones one level down (path ('sub',)), alone in the child run"
-)
-_EVERY_UNIT = (
-    "every unit of an agent run stops, and it has more units than the scenario names: the "
-    "agent 'agent' first, a model turn 'chat' before and after each tool call, and the inner "
-    "agent's own unit 'sub' inside the tool call 'sub', with inner1 and inner2 at depth 3 "
-    "(agent/sub/sub); the test expects exactly pre, sub, inner1, inner2 and post, the inner "
-    "ones at depth 1"
-)
-_ENTRY_AGENT = (
-    "the first unit of an agent run is the agent itself ('agent', kind agent, depth 0): "
-    "stop_on_entry stops there, where the test expects the first tool call 'pre'"
-)
-_TOP_LEVEL = (
-    "the branches p1 and p2 are tool calls one level inside the agent (depth 1, path "
-    "('agent',)), and the agent and its model turns are units too, where the test expects the "
-    "branches and their neighbours alone at the top level"
-)
-_TURNS_BETWEEN = (
-    "the agent calls its model after every tool call, so stepping over a tool (a parallel one "
-    "too: the turn receives both calls' results) lands on the model turn (llm unit 'chat') "
-    "before the next tool, where the test expects the next tool (the loop's 'inc', the "
-    "'join')"
-)
-_AGENT_WATCH = (
-    "the agent's own unit encloses the tool calls that change the value and, when it ends, "
-    "reports the change again (a second watch stop, at the agent)"
-)
 _OUTPUT_NOT_COMMITTED = (
     "a tool writes the run context itself and returns its update to the model: an edit of its "
     "output at the after stop changes what the model receives, not the state the test reads"
@@ -239,45 +205,6 @@ class OpenAIAgentsFixtures(AdapterFixtures):
         {
             **dict.fromkeys(
                 (
-                    "test_breakpoint_inside_a_nested_graph",
-                    "test_watch_sees_changes_made_in_a_nested_graph",
-                    "test_step_into_and_out_of_a_nested_graph",
-                    "test_step_over_skips_a_nested_graph",
-                    "test_step_over_from_the_last_nested_unit_leaves_the_graph",
-                    "test_step_out_from_the_first_nested_unit",
-                    "test_breakpoint_hit_while_stepping_over_a_nested_graph",
-                    "test_edit_inside_a_nested_graph",
-                    "test_terminate_inside_a_nested_graph",
-                    "test_wait_for_stop_async_drives_a_worker_run",
-                    "test_nested_run_is_a_child_run",
-                    "test_nested_runs_are_recorded_as_children",
-                ),
-                _NESTED_DEPTH,
-            ),
-            **dict.fromkeys(
-                (
-                    "test_break_on_event_single_steps_everything",
-                    "test_nested_and_top_level_units_are_told_apart",
-                ),
-                _EVERY_UNIT,
-            ),
-            "test_stop_on_entry_ignores_nested_runs": _ENTRY_AGENT,
-            **dict.fromkeys(
-                ("test_two_branches_stop_at_once", "test_parallel_events_carry_branches"),
-                _TOP_LEVEL,
-            ),
-            **dict.fromkeys(
-                (
-                    "test_step_over_follows_a_loop",
-                    "test_step_over_from_a_branch_reaches_the_join",
-                ),
-                _TURNS_BETWEEN,
-            ),
-            **dict.fromkeys(
-                ("test_watch_in_a_loop", "test_watch_after_a_parallel_join"), _AGENT_WATCH
-            ),
-            **dict.fromkeys(
-                (
                     "test_edit_after_a_unit_changes_the_route",
                     "test_edit_at_one_parallel_branch_affects_only_that_branch",
                 ),
@@ -300,6 +227,13 @@ class OpenAIAgentsFixtures(AdapterFixtures):
             ),
         }
     )
+
+    def placement(self, scenario: str) -> Placement:
+        if scenario in ("tools", "handoff"):  # the agents' own scenarios: agents are the units
+            return Placement(kind="agent")
+        # the tool calls of the agent "agent", between its model turns; the nested scenario's
+        # inner units are the tool calls of the agent used as the tool "sub"
+        return Placement(path=("agent",), kind="tool", nested=("sub", "sub_agent"))
 
     # ------------------------------------------------------------------ not agent scenarios
 
@@ -413,7 +347,9 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 return [("inner2", {"x": known["x"]})]
             return json.dumps({"x": known["x"], "z": known["z"]})
 
-        sub = Agent(name="sub", model=router("chat", inner_plan), tools=[inner1, inner2])
+        # the agent used as the tool "sub" has a name of its own: its unit, which starts the
+        # child run, is the framework's (Placement.nested), not the scenario's "sub"
+        sub = Agent(name="sub_agent", model=router("chat", inner_plan), tools=[inner1, inner2])
 
         def plan(known: dict[str, Any], called: list[str]) -> Any:
             if not called:

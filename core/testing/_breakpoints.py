@@ -95,7 +95,7 @@ class AbstractBreakpointTests(SuiteBase):
         self, dbg: flowdbg.Debugger, mode: str
     ) -> None:
         scn = self.scenario("linear")
-        dbg.break_before("*")
+        dbg.break_before("*", kind=self.scenario_kind)  # the framework's own units aside
         run = self.launch(dbg, scn, mode)
         assert self.resume_until_done(dbg, run) == ["a", "b", "c"]
         assert self.finish(run, scn) == EXPECTED["linear"]
@@ -109,7 +109,7 @@ class AbstractBreakpointTests(SuiteBase):
 
     def test_kind_filter(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
-        dbg.break_before("b", kind="tool")
+        dbg.break_before("b", kind="llm" if self.scenario_kind == "tool" else "tool")
         dbg.break_after("b", kind=self.scenario_kind)
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "b", "after")
@@ -156,7 +156,7 @@ class AbstractBreakpointTests(SuiteBase):
 
     def test_steps_increase_within_a_run(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
-        dbg.break_before("*")
+        dbg.break_before("*", kind=self.scenario_kind)
         run = self.launch(dbg, scn)
         steps, run_ids = [], set()
         while (stop := dbg.wait_for_stop(WAIT)) is not None:
@@ -533,7 +533,7 @@ class AbstractWatchTests(SuiteBase):
         assert dbg.inspect("x") == 20
         dbg.resume()
 
-        self.wait_no_stop(dbg)  # c does not change x
+        self.wait_no_own_stop(dbg)  # c does not change x
         assert self.finish(run, scn) == EXPECTED["linear"]
 
     def test_watch_a_new_key_with_condition_on_value(self, dbg: flowdbg.Debugger) -> None:
@@ -544,7 +544,7 @@ class AbstractWatchTests(SuiteBase):
         self.assert_at(stop, "c", "after", StopReason.WATCH)
         assert dbg.inspect("y") == 21
         dbg.resume()
-        self.wait_no_stop(dbg)
+        self.wait_no_own_stop(dbg)
         assert self.finish(run, scn) == EXPECTED["linear"]
 
     def test_watch_condition_never_true(self, dbg: flowdbg.Debugger) -> None:

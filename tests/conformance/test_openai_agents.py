@@ -33,18 +33,19 @@ SLOW_LIMIT = 10.0
 #: sends a loop round again).
 TURNS = 40
 
-_NOT_LINEAR = (
-    "the suites hold the {what} units to a graph's top level: kind 'agent' at depth 0 (so "
-    "agents), whose input and output are the state's keys; an agent's input is the "
-    "conversation and its output a final answer or a handoff, which adds a 'handoff' unit "
-    "named for the next agent before it; built of tool calls instead, the units sit one "
-    "level inside the agent"
-)
-
 # Why tests that build a scenario cannot hold for an agent run (OpenAIAgentsFixtures.excluded).
 _OUTPUT_NOT_COMMITTED = (
     "a tool writes the run context itself and returns its update to the model: an edit of its "
     "output at the after stop changes what the model receives, not the state the test reads"
+)
+_TOOL_INPUT = (
+    "a tool's input is its arguments, not the run context: an edit of x at c's before stop "
+    "reaches c as its argument (c returns y = x + 1 from it) but not the context's x, which c "
+    "does not write; and a key the tool takes no argument for ('w') is refused"
+)
+_ROUTED_BY_MODEL = (
+    "the route after a tool call is the next model turn's choice: the decision is at that llm "
+    "unit's after stop (the calls it plans), not at the tool's"
 )
 _NO_ARGUMENTS = (
     "the parallel scenario's tools take no arguments (they read the run context), so the state "
@@ -188,14 +189,16 @@ class OpenAIAgentsFixtures(AdapterFixtures):
       got (reply, found, ran): the handoff's own callback writes that into the context, and
       ``done``'s agent hooks set ``finished``. ``found`` and ``ran`` are thus the tool results
       as the model received them (edits included).
-    - **linear**, **branch** and **failing** are not built (the builders say why); **handoff**
-      is the agents' own scenario.
+    - **failing** is not built (the builder says why); **handoff** is the agents' own
+      scenario.
 
     What such a run does that a graph does not: the units sit one level inside the agent,
-    between model turns (the suites leave later model turns and handoffs out of the tool
-    scenario's step lists); a tool writes the state itself, so an edit of its output changes
-    what the model receives, not the state. The tests that hold the units to a graph's shape
-    anyway are listed in :attr:`excluded`, each with its reason.
+    between its model turns (:meth:`placement`: the suites place depths and paths there, step
+    past the agent and its turns, and leave them out of lists of stops); a tool's input is its
+    arguments and it writes the state itself, so an edit of its output changes what the model
+    receives, not the state, and the route is the next model turn's choice. The tests that
+    hold the units to a graph's shape anyway are listed in :attr:`excluded`, each with its
+    reason.
     """
 
     adapter = "openai_agents"
@@ -207,9 +210,21 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 (
                     "test_edit_after_a_unit_changes_the_route",
                     "test_edit_at_one_parallel_branch_affects_only_that_branch",
+                    "test_edit_output_after_a_unit",
+                    "test_after_a_unit_a_path_reads_and_edits_its_output",
+                    "test_add_a_key_to_what_a_unit_commits",
+                    "test_delete_a_key_from_what_a_unit_commits",
                 ),
                 _OUTPUT_NOT_COMMITTED,
             ),
+            **dict.fromkeys(
+                (
+                    "test_the_unit_sees_an_edit_made_before_it",
+                    "test_an_edit_of_the_state_a_unit_receives_is_kept_or_refused",
+                ),
+                _TOOL_INPUT,
+            ),
+            "test_after_stop_reports_the_routing_decision": _ROUTED_BY_MODEL,
             **dict.fromkeys(
                 (
                     "test_an_edit_of_a_reducer_list_at_a_before_stop_changes_the_element_shown",
@@ -237,13 +252,64 @@ class OpenAIAgentsFixtures(AdapterFixtures):
 
     # ------------------------------------------------------------------ not agent scenarios
 
+    # ------------------------------------------------------------------ tool scenarios
+
     def build_linear(self) -> Scenario:
-        raise NotImplementedError(_NOT_LINEAR.format(what="a -> b -> c"))
+        effects: list[str] = []
+
+        @function_tool
+        def a(ctx: Ctx, x: int) -> dict[str, int]:
+            """Add one to x."""
+            ctx.context["x"] = x + 1
+            return {"x": x + 1}
+
+        @function_tool
+        def b(ctx: Ctx, x: int) -> dict[str, int]:
+            """Multiply x by ten."""
+            ctx.context["x"] = x * 10
+            return {"x": x * 10}
+
+        @function_tool
+        def c(ctx: Ctx, x: int) -> dict[str, int]:
+            """Set y to x + 1."""
+            ctx.context["y"] = x + 1
+            return {"y": x + 1}
+
+        def plan(known: dict[str, Any], called: list[str]) -> Any:
+            following = {0: "a", 1: "b", 2: "c"}.get(len(called))
+            return [(following, {"x": known["x"]})] if following else "done"
+
+        agent = Agent(name="agent", model=router("chat", plan, effects), tools=[a, b, c])
+        return _state_scenario(agent, {"x": 1}, effects=effects)
 
     def build_branch(self, positive: bool) -> Scenario:
-        raise NotImplementedError(_NOT_LINEAR.format(what="start -> pos | neg"))
+        @function_tool
+        def start(ctx: Ctx, x: int) -> dict[str, bool]:
+            """Note that the branch was seen."""
+            ctx.context["seen"] = True
+            return {"seen": True}
 
-    # ------------------------------------------------------------------ tool scenarios
+        @function_tool
+        def pos(ctx: Ctx) -> dict[str, str]:
+            """The positive branch."""
+            ctx.context["sign"] = "+"
+            return {"sign": "+"}
+
+        @function_tool
+        def neg(ctx: Ctx) -> dict[str, str]:
+            """The negative branch."""
+            ctx.context["sign"] = "-"
+            return {"sign": "-"}
+
+        def plan(known: dict[str, Any], called: list[str]) -> Any:
+            if not called:
+                return [("start", {"x": known["x"]})]
+            if len(called) == 1:
+                return [("pos" if known["x"] > 0 else "neg", {})]
+            return "done"
+
+        agent = Agent(name="agent", model=router("chat", plan), tools=[start, pos, neg])
+        return _state_scenario(agent, {"x": 1 if positive else -1})
 
     def build_loop(self) -> Scenario:
         effects: list[str] = []

@@ -294,29 +294,26 @@ class SuiteBase(AdapterFixtures):
             stop = self.wait_stop(dbg)
         pytest.fail(f"stepping never reached a unit of the scenario; last at {stop}")
 
-    def wait_no_own_stop(self, dbg: flowdbg.Debugger) -> None:
+    def wait_no_own_stop(self, dbg: flowdbg.Debugger, *, stepping: bool = False) -> None:
         """Wait until the runs end; no stop may open at a unit of the scenario meanwhile. Stops
         at the framework's own units (an agent reporting its tool calls' change again when it
-        ends) are resumed."""
+        ends) are resumed, or stepped into while ``stepping``."""
         for _ in range(50):
             stop = dbg.wait_for_stop(WAIT)
             if stop is None:
                 return
             assert not self.own(stop.location), f"expected no stop, got {stop}"
-            dbg.resume(stop.id)
+            if stepping:
+                dbg.step_into(stop.id)
+            else:
+                dbg.resume(stop.id)
         pytest.fail("the runs kept stopping at the framework's own units")
 
     def step_to_end(self, dbg: flowdbg.Debugger, how: Callable[[], Any]) -> None:
         """Step with ``how``; the runs must end without another stop at a unit of the scenario
         (the framework's own units it lands on are stepped into, as :meth:`step` does)."""
         how()
-        for _ in range(50):
-            stop = dbg.wait_for_stop(WAIT)
-            if stop is None:
-                return
-            assert not self.own(stop.location), f"expected no stop, got {stop}"
-            dbg.step_into(stop.id)
-        pytest.fail("the runs kept stopping at the framework's own units")
+        self.wait_no_own_stop(dbg, stepping=True)
 
     def entry(self, scn: Scenario, mode: str) -> Callable[[Any], Any]:
         """The scenario's entry point for ``mode``."""

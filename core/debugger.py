@@ -72,6 +72,10 @@ class RunHandle:
         self._started = threading.Event()
         self._value: Any = None
         self._exc: BaseException | None = None
+        #: recorded with the first run the callable starts: its target's reference, and
+        #: ``(origin, run id, step)`` of the run it was made from (set by fork and rerun)
+        self._target_ref: str | None = None
+        self._made_from: tuple[str, str, int | None] | None = None
         label = name or getattr(fn, "__qualname__", None) or repr(fn)
         self._thread = threading.Thread(target=self._work, name=f"flowdbg-run:{label}", daemon=True)
 
@@ -212,6 +216,8 @@ class Debugger:
         self._hooks = Hooks(self._pm, self)
         self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
         self._attached: dict[int, tuple[Any, Adapter]] = {}
+        #: the reference of each attached target (given, or looked up at its first run)
+        self._refs: dict[int, str | None] = {}
         self._installed: dict[str, Adapter] = {}
         self._adapters = self._collect_adapters(entry_points)
         if record is None:
@@ -335,9 +341,16 @@ class Debugger:
             msg += f" (unavailable: {missing})"
         raise AdapterNotFound(msg + ". Attach a compiled graph, workflow or agent instead.")
 
-    def attach(self, target: Any) -> Any:
+    def attach(self, target: Any, *, ref: str | None = None) -> Any:
         """Instrument ``target`` (a compiled graph, workflow, agent...). Idempotent.
 
+        :param ref: how to import the target again, ``path/to/file.py:obj`` or
+            ``package.module:obj`` (``obj()`` for a function building it), recorded with each
+            of its runs so that :meth:`fork` and ``flowdbg runs fork`` find the current code
+            (a file path is made absolute). Without it, the first run looks for the target
+            among the attributes of the loaded modules (a module-level ``app = ...``: the
+            script's file for ``__main__``, else the module's name); a target built inside a
+            function gets no reference, and a fork of its runs needs ``target=``.
         :returns: ``target`` itself, for chaining.
         :raises AdapterNotFound: no adapter accepts ``target``.
         :raises AdapterUnavailable: its adapter's framework is not installed.
@@ -348,6 +361,10 @@ class Debugger:
                 return target
             adapter.attach(target, self)
             self._attached[id(target)] = (target, adapter)
+            if ref is not None:
+                from flowdbg._lineage import normalize_reference
+
+                self._refs[id(target)] = normalize_reference(ref)
         return target
 
     def install(self, adapter: str) -> None:
@@ -399,8 +416,10 @@ class Debugger:
                 for obj, adapter in list(self._attached.values()):
                     adapter.detach(obj)
                 self._attached.clear()
+                self._refs.clear()
             else:
                 entry = self._attached.pop(id(target), None)
+                self._refs.pop(id(target), None)
                 detached = [] if entry is None else [target]
                 if entry is not None:
                     entry[1].detach(entry[0])
@@ -454,8 +473,29 @@ class Debugger:
         if parent is _AUTO:
             parent = current_unit()
         return self._ctl.begin_run(
-            framework=framework, name=name, input=input, parent=parent, target=target
+            framework=framework,
+            name=name,
+            input=input,
+            parent=parent,
+            target=target,
+            lineage=self._lineage,
         )
+
+    def _lineage(self, target: Any) -> tuple[str | None, tuple[str, str, int | None] | None]:
+        """The reference and origin a new top-level run of ``target`` records."""
+        handle = _RUN_HANDLE.get()
+        ref: str | None = None
+        made_from = None
+        if handle is not None and handle.debugger is self and handle.run_id is None:
+            ref, made_from = handle._target_ref, handle._made_from
+        if ref is None and target is not None and id(target) in self._attached:
+            key = id(target)
+            if key not in self._refs:  # looked up once per attached target
+                from flowdbg._lineage import module_reference
+
+                self._refs[key] = module_reference(target)
+            ref = self._refs[key]
+        return ref, made_from
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an

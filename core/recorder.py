@@ -98,6 +98,10 @@ def run_record(info: RunInfo) -> RunRecord:
         pid=os.getpid(),
         host=_HOST,
         tags=dict(info.tags),
+        target=info.target,
+        origin=info.origin,
+        forked_from=info.forked_from,
+        fork_step=info.fork_step,
     )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Edge",
     "Envelope",
     "Error",
+    "ForkTree",
     "Graph",
     "GraphInspect",
     "GraphNode",
@@ -80,6 +81,7 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # keeps the two in step.
 RunStatusName = Literal["running", "completed", "failed", "terminated", "interrupted", "suspended"]
 StepStatusName = Literal["running", "completed", "failed", "suspended", "terminated"]
+Origin = Literal["fork", "rerun", "rewind"]
 DebuggerStateName = Literal["idle", "running", "stopped", "terminated"]
 
 Seconds = Annotated[float, Field(ge=0)]
@@ -131,6 +133,16 @@ class Run(_Shape):
     tags: dict[str, str] = Field(description="labels such as a LangGraph thread_id")
     pid: int | None = Field(description="the process that recorded it")
     host: str | None
+    target: str | None = Field(
+        description="how to import its target again (path/to/file.py:obj or module:obj), "
+        "null when unknown"
+    )
+    origin: Origin | None = Field(
+        description="how it was made from run forked_from: fork (from the state after step "
+        "fork_step), rerun (from its input) or rewind; null for a run started afresh"
+    )
+    forked_from: str | None = Field(description="the run it was made from")
+    fork_step: int | None = Field(description="the step of forked_from it starts after")
 
 
 class RunDetail(Run):
@@ -182,12 +194,24 @@ class RunTree(_Shape):
 # ------------------------------------------------------------------------------ runs commands
 
 
+class ForkTree(_Shape):
+    """A run listed by runs ls --tree and the runs listed that were made from it."""
+
+    run_id: str
+    forks: list[ForkTree] = Field(description="its forks, reruns and rewinds, oldest first")
+
+
 class RunsLs(_Shape):
     """flowdbg runs ls --json: the runs that match, newest first."""
 
     db: str = Field(description="the database file")
     count: Count
     runs: list[Run]
+    tree: list[ForkTree] | Absent = Field(
+        default=None,
+        description="with --tree: the runs listed that were not made from another run listed, "
+        "each with those made from it",
+    )
 
 
 class ShowFilters(_Shape):

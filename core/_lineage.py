@@ -47,7 +47,7 @@ def module_reference(obj: Any) -> str | None:
     a private one, the script over a module.
     """
     best: tuple[int, str] | None = None
-    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
     for name, module in list(sys.modules.items()):
         if not isinstance(module, ModuleType) or name.startswith(_SKIP_PREFIXES):
             continue
@@ -72,3 +72,22 @@ def module_reference(obj: Any) -> str | None:
             if best is None or rank < best[0]:
                 best = (rank, f"{where}:{attr}")
     return None if best is None else best[1]
+
+
+def live_object(ref: str) -> tuple[bool, Any]:
+    """``(True, obj)`` when ``ref`` names an attribute of the running script (``__main__``),
+    whose file must not be imported a second time (it would run the script again); else
+    ``(False, None)``."""
+    main = sys.modules.get("__main__")
+    where, sep, attr = ref.rpartition(":")
+    if main is None or not sep or "(" in attr:
+        return False, None
+    path = _file_of(main)
+    if path is None or os.path.abspath(where) != path:
+        return False, None
+    obj: Any = main
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            return False, None
+        obj = getattr(obj, part)
+    return True, obj

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect as _inspect
 import logging
 import os
@@ -76,6 +77,9 @@ class RunHandle:
         #: ``(origin, run id, step)`` of the run it was made from (set by fork and rerun)
         self._target_ref: str | None = None
         self._made_from: tuple[str, str, int | None] | None = None
+        #: ``(state,)``: the run's recorded input is the state a fork starts from (what the
+        #: callable passes its framework may be a command to go on from there)
+        self._start_input: tuple[Any] | None = None
         label = name or getattr(fn, "__qualname__", None) or repr(fn)
         self._thread = threading.Thread(target=self._work, name=f"flowdbg-run:{label}", daemon=True)
 
@@ -481,13 +485,16 @@ class Debugger:
             lineage=self._lineage,
         )
 
-    def _lineage(self, target: Any) -> tuple[str | None, tuple[str, str, int | None] | None]:
-        """The reference and origin a new top-level run of ``target`` records."""
+    def _lineage(
+        self, target: Any
+    ) -> tuple[str | None, tuple[str, str, int | None] | None, tuple[Any] | None]:
+        """The reference, origin and (for a fork) input a new top-level run of ``target``
+        records."""
         handle = _RUN_HANDLE.get()
         ref: str | None = None
-        made_from = None
+        made_from = start = None
         if handle is not None and handle.debugger is self and handle.run_id is None:
-            ref, made_from = handle._target_ref, handle._made_from
+            ref, made_from, start = handle._target_ref, handle._made_from, handle._start_input
         if ref is None and target is not None and id(target) in self._attached:
             key = id(target)
             if key not in self._refs:  # looked up once per attached target
@@ -495,7 +502,7 @@ class Debugger:
 
                 self._refs[key] = module_reference(target)
             ref = self._refs[key]
-        return ref, made_from
+        return ref, made_from, start
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an
@@ -844,6 +851,103 @@ class Debugger:
         handle._start()
         return handle
 
+    def fork(
+        self,
+        run_id: str,
+        step: int,
+        edits: Mapping[str, Any] | None = None,
+        target: Any = None,
+    ) -> RunHandle:
+        """Start a new run of the *current* code of a recorded run's target from the state
+        the record holds after ``step``, with the nodes that came next, in a worker thread.
+
+        The run goes on under this debugger like any run (breakpoints, stepping, recording);
+        the record names the run it came from and the step (``origin`` ``"fork"``,
+        ``forked_from``, ``fork_step``), which ``flowdbg runs show`` and ``runs ls --tree``
+        show.
+
+        :param run_id: the recorded run (an id or a unique prefix) in :attr:`store`.
+        :param step: the step to start after; ``0`` starts from the run's input. A step
+            inside a node (a tool or model call), one that ran beside parallel nodes, one
+            that did not complete or whose values were recorded ``partial`` is refused.
+        :param edits: ``{path: value}`` applied to the recorded state first, paths as
+            :meth:`set` takes them (``"messages[-1].content"``).
+        :param target: the object to run (attached if it is not), or a reference
+            (``"app.py:graph"``, ``"pkg.mod:graph"``) to import; by default the reference
+            the run recorded (see :meth:`attach`).
+        :returns: the :class:`RunHandle` of the new run.
+        :raises flowdbg.timetravel.ForkError: when recording is off, the step cannot be
+            forked from (the message names those that can), the run recorded no target and
+            none is given, the target is of another framework, or its adapter cannot fork.
+        :raises flowdbg.store.RunNotFound: for an unknown run.
+        """
+        point, target, ref, adapter = self._prepare_fork(run_id, step, edits, target)
+        short = point.run.run_id[:8]
+        self.attach(target, ref=ref)
+        run = adapter.afork if adapter.is_async(target) else adapter.fork
+        handle = RunHandle(self, run, (target, point), {}, name=f"fork of {short}")
+        handle._target_ref = self._refs.get(id(target))
+        handle._made_from = ("fork", point.run.run_id, point.step)
+        handle._start_input = (point.state,)
+        handle._start()
+        return handle
+
+    def _prepare_fork(
+        self, run_id: str, step: int, edits: Mapping[str, Any] | None, target: Any
+    ) -> tuple[Any, Any, str | None, Adapter]:
+        """Check a fork before it starts: ``(point, target, reference, adapter)``."""
+        from flowdbg.timetravel import ForkError, plan_fork
+
+        store = self.store
+        if store is None:
+            raise ForkError(
+                "this debugger does not record (record=False or FLOWDBG_RECORD=0), so it has "
+                "no runs to fork; create it with record=True and db= the database of the run"
+            )
+        run = store.get_run(run_id)
+        short = run.run_id[:8]
+        ref = target if isinstance(target, str) else None
+        if target is None:
+            ref = run.target
+            if ref is None:
+                raise ForkError(
+                    f"run {short} recorded no target reference (its target was not a module "
+                    "attribute and none was given to attach(ref=...)); pass target= the graph "
+                    "to run, or its reference ('app.py:graph')"
+                )
+        if ref is not None:
+            from flowdbg._lineage import live_object
+            from flowdbg.cli._target import TargetError, load_target
+
+            found, target = live_object(ref)
+            if not found:
+                if _LOADING.get():
+                    raise ForkError(
+                        f"importing the target {ref} forked again: the file runs a fork when "
+                        "it is imported; put that code under if __name__ == '__main__':"
+                    )
+                token = _LOADING.set(True)
+                try:
+                    target = load_target(ref, self)
+                except TargetError as exc:
+                    raise ForkError(f"cannot load the target of the fork: {exc}") from exc
+                finally:
+                    _LOADING.reset(token)
+        adapter = self.adapter_for(target)
+        if adapter.name != run.framework:
+            raise ForkError(
+                f"run {short} is a {run.framework} run, but the target given is a "
+                f"{adapter.name} object; give the {run.framework} target it ran"
+            )
+        if Capability.FORK not in adapter.capabilities:
+            raise ForkError(
+                f"adapter {adapter.name!r} cannot fork runs (no capability 'fork'); run the "
+                "target again with its input instead"
+            )
+        point = plan_fork(store, run.run_id, step, edits)
+        adapter.check_fork(target, point)
+        return point, target, ref, adapter
+
     def wait_for_stop(self, timeout: float | None = None) -> Stop | None:
         """Wait for a stop.
 
@@ -1156,6 +1260,8 @@ class Debugger:
 
 
 _FALSE = frozenset({"0", "false", "no", "off"})
+#: set while a fork imports its target (a file that forks when imported must not loop)
+_LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("flowdbg_loading", default=False)
 
 
 def _view_and_path(path: str, source: str | None) -> tuple[str | None, str]:

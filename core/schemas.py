@@ -56,6 +56,7 @@ __all__ = [
     "RunStatusName",
     "RunTree",
     "RunsDiff",
+    "RunsFork",
     "RunsLs",
     "RunsReplay",
     "RunsShow",
@@ -230,6 +231,17 @@ class RunsShow(_Shape):
         description="nested runs; their steps and children only with --tree"
     )
     filters: ShowFilters
+
+
+class RunsFork(_Shape):
+    """flowdbg runs fork --json: the new run, run to its end without stopping."""
+
+    run: RunDetail = Field(
+        description="the fork: origin 'fork', forked_from and fork_step say where it started; "
+        "its input is the state it started from"
+    )
+    steps: list[Step] = Field(description="the steps the fork ran")
+    edits: dict[str, Any] = Field(description="the --set edits applied first, path -> value")
 
 
 class WrittenBy(_Shape):
@@ -473,6 +485,7 @@ class Envelope(_Shape):
 #: command -> the model of its ``--json`` data
 COMMANDS: dict[str, type[BaseModel]] = {
     "runs ls": RunsLs,
+    "runs fork": RunsFork,
     "runs show": RunsShow,
     "runs state": RunsState,
     "runs steps": RunsSteps,

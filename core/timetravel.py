@@ -1,0 +1,190 @@
+"""Time travel: forks of recorded runs.
+
+A fork starts a new run of the *current* code of a run's target from the state the record
+holds after one of its steps, with the nodes that came next, under the debugger like any run
+(:meth:`flowdbg.Debugger.fork`, ``flowdbg runs fork``). The core reads the record and decides
+where a run can be forked (:func:`plan_fork`); the target's adapter starts its framework there
+(:meth:`flowdbg.Adapter.fork`, capability :attr:`flowdbg.Capability.FORK`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flowdbg._paths import set_path
+from flowdbg.errors import FlowdbgError
+
+if TYPE_CHECKING:
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
+
+__all__ = ["END_NAMES", "ForkError", "ForkPoint", "forkable_steps", "plan_fork"]
+
+#: the names by which frameworks record "the run ends here" in a decision
+END_NAMES = frozenset({"__end__", "END"})
+
+
+class ForkError(FlowdbgError, ValueError):
+    """A run cannot be forked as asked (the step, its values, the target or its adapter);
+    the message says why and, for a step, which steps can be forked from."""
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a fork starts: what :meth:`flowdbg.Adapter.fork` is given.
+
+    Values are as the store gives them back: plain JSON values (a framework's objects, such as
+    chat messages, as the mappings they were recorded as).
+    """
+
+    #: the recorded run
+    run: RunRecord
+    #: the step the fork starts after; ``0`` starts from the run's input
+    step: int
+    #: the state to start from, with the edits applied (for step 0: the run's input)
+    state: Any
+    #: the nodes to run first, in the order the record has them; ``None`` for step 0 (the
+    #: graph's own entry); ``()`` when the run ended after the step
+    next: tuple[str, ...] | None
+    #: the node of the step (``None`` for step 0)
+    node: str | None = None
+    #: the step's superstep, where the framework has one
+    superstep: int | None = None
+    #: the edits applied to :attr:`state`, path -> value
+    edits: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _top_level(run: RunRecord, step: StepRecord) -> bool:
+    return tuple(step.path) == tuple(run.path) and step.kind == "node"
+
+
+def _next_nodes(step: StepRecord) -> tuple[str, ...] | None:
+    """The node names a step's decision routes to, or ``None`` when the decision is not a
+    list of names (a ``Send`` packet, a handoff payload: nothing a fork can start from)."""
+    decision = step.decision
+    if decision is None:
+        return ()
+    if isinstance(decision, str):
+        decision = [decision]
+    if not isinstance(decision, Sequence) or not all(isinstance(d, str) for d in decision):
+        return None
+    return tuple(dict.fromkeys(d for d in decision if d not in END_NAMES))
+
+
+def _problem(run: RunRecord, steps: Sequence[StepRecord], index: int) -> str | None:
+    """Why the run cannot be forked after ``steps[index]``, or ``None`` when it can."""
+    step = steps[index]
+    if not _top_level(run, step):
+        where = "/".join((*step.path, step.node))
+        return (
+            f"step {step.step} is a {step.kind} call inside a node ({where}); a fork starts "
+            "between the run's own nodes"
+        )
+    if step.status != "completed":
+        return f"step {step.step} ({step.node}) did not complete (it is {step.status})"
+    if step.partial:
+        return (
+            f"step {step.step} ({step.node}) has values recorded partial (some could not be "
+            "serialized and were stored as a repr), so its state cannot be rebuilt"
+        )
+    if step.superstep is not None:
+        group = [s for s in steps if _top_level(run, s) and s.superstep == step.superstep]
+        branches = {s.branch for s in group}
+        if len(branches) > 1:
+            names = ", ".join(f"{s.step} ({s.node})" for s in group)
+            return (
+                f"step {step.step} ({step.node}) ran beside other nodes in superstep "
+                f"{step.superstep} (steps {names}); the state between parallel branches is "
+                "not one the graph ever had"
+            )
+        if group and group[-1] is not step:
+            return f"step {step.step} ({step.node}) was retried: fork after step {group[-1].step}"
+    if _next_nodes(step) is None:
+        return (
+            f"step {step.step} ({step.node}) routed to {step.decision!r}, which is not a list "
+            "of nodes a fork can start"
+        )
+    return None
+
+
+def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
+    """The steps of ``run`` a fork can start after (``0``: from its input), in order.
+
+    :param steps: the run's steps (values are not needed).
+    """
+    return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i) is None]
+
+
+def _listing(numbers: Sequence[int]) -> str:
+    return ", ".join(str(n) for n in numbers)
+
+
+def plan_fork(
+    store: Store, run_id: str, step: int, edits: Mapping[str, Any] | None = None
+) -> ForkPoint:
+    """Read where a fork of ``run_id`` after ``step`` starts, with ``edits`` applied.
+
+    :param store: the store holding the run.
+    :param run_id: the run's id or a unique prefix.
+    :param step: the step to start after (``0``: from the run's input).
+    :param edits: path -> new value, paths as ``dbg.set`` takes them (``messages[-1].content``),
+        applied in order to a copy of the recorded state.
+    :raises flowdbg.store.RunNotFound: for an unknown run.
+    :raises ForkError: for a nested run, or a step that is unknown or cannot be forked from
+        (the message names the steps that can), or an edit whose path does not fit the state.
+    """
+    from flowdbg.errors import PathError
+
+    run = store.get_run(run_id)
+    short = run.run_id[:8]
+    if run.parent_run_id is not None:
+        raise ForkError(
+            f"run {short} is nested in run {run.parent_run_id[:8]} (at its step "
+            f"{run.parent_step}); fork the top-level run instead"
+        )
+    steps = store.get_steps(run.run_id, values=False)
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ForkError(f"step must be a step number, not {step!r}")
+    forkable = forkable_steps(run, steps)
+    if step == 0:
+        state, next_nodes, node, superstep = run.input, None, None, None
+    else:
+        found = [i for i, s in enumerate(steps) if s.step == step]
+        if not found:
+            last = steps[-1].step if steps else 0
+            raise ForkError(
+                f"run {short} has no step {step} (its steps are 1..{last}); it can be forked "
+                f"after steps {_listing(forkable)}"
+            )
+        problem = _problem(run, steps, found[0])
+        if problem is not None:
+            raise ForkError(
+                f"cannot fork run {short} after step {step}: {problem}; it can be forked after "
+                f"steps {_listing(forkable)}"
+            )
+        chosen = steps[found[0]]
+        state = store.get_state(run.run_id, step)
+        next_nodes, node, superstep = _next_nodes(chosen), chosen.node, chosen.superstep
+    state = copy.deepcopy(state)
+    applied: dict[str, Any] = {}
+    for path, value in (edits or {}).items():
+        try:
+            state = set_path({} if state is None else state, path, value)
+        except PathError as exc:
+            raise ForkError(
+                f"cannot apply the edit {path!r} to the state after step {step} of run "
+                f"{short}: {exc}"
+            ) from exc
+        applied[path] = value
+    return ForkPoint(
+        run=run,
+        step=step,
+        state=state,
+        next=next_nodes,
+        node=node,
+        superstep=superstep,
+        edits=applied,
+    )

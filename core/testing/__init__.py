@@ -39,6 +39,7 @@ from flowdbg.testing._control import (
     AbstractTerminateTests,
 )
 from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._fork import AbstractForkTests
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -60,6 +61,7 @@ __all__ = [
     "AbstractBreakpointTests",
     "AbstractConditionTests",
     "AbstractExceptionTests",
+    "AbstractForkTests",
     "AbstractHandoffTests",
     "AbstractLogpointTests",
     "AbstractObserverTests",
@@ -104,4 +106,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractToolTests,
     AbstractHandoffTests,
     AbstractRecordingTests,
+    AbstractForkTests,
 )

@@ -21,6 +21,7 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
@@ -270,6 +271,10 @@ class TestLangGraphViews(LangGraphFixtures, AbstractViewTests):
 
 
 class TestLangGraphRecording(LangGraphFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestLangGraphFork(LangGraphFixtures, AbstractForkTests):
     pass
 
 

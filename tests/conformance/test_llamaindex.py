@@ -26,6 +26,7 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
@@ -422,6 +423,10 @@ class TestLlamaIndexViews(LlamaIndexFixtures, AbstractViewTests):
 
 
 class TestLlamaIndexRecording(LlamaIndexFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestLlamaIndexFork(LlamaIndexFixtures, AbstractForkTests):
     pass
 
 

@@ -11,6 +11,7 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
@@ -262,6 +263,10 @@ class TestStateGraphViews(StateGraphFixtures, AbstractViewTests):
 
 
 class TestStateGraphRecording(StateGraphFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestStateGraphFork(StateGraphFixtures, AbstractForkTests):
     pass
 
 

@@ -44,6 +44,9 @@ class Capability(str, Enum):
     SUPERSTEPS = "supersteps"
     #: :meth:`Adapter.fork` starts a run from a recorded state and the nodes that came next
     FORK = "fork"
+    #: in a rerun, ``llm`` and ``tool`` units ask :meth:`flowdbg.Unit.recorded` and, when told
+    #: to, return the recorded output without running the call
+    CACHED_CALLS = "cached_calls"
 
     def __str__(self) -> str:
         return self.value

@@ -42,8 +42,10 @@ from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
 
 if TYPE_CHECKING:
+    from flowdbg.records import RunRecord
     from flowdbg.runlog import RunLog
     from flowdbg.store import Store
+    from flowdbg.timetravel import RecordedCalls
 
 log = logging.getLogger("flowdbg")
 
@@ -80,6 +82,11 @@ class RunHandle:
         #: ``(state,)``: the run's recorded input is the state a fork starts from (what the
         #: callable passes its framework may be a command to go on from there)
         self._start_input: tuple[Any] | None = None
+        #: a rerun's recorded calls, served to the run it starts
+        self._calls: RecordedCalls | None = None
+        #: for :meth:`Debugger.rerun`: the recorded calls, with how many were served and run
+        #: live, and the first call of each branch that differed from the record
+        self.calls: RecordedCalls | None = None
         label = name or getattr(fn, "__qualname__", None) or repr(fn)
         self._thread = threading.Thread(target=self._work, name=f"flowdbg-run:{label}", daemon=True)
 
@@ -487,14 +494,17 @@ class Debugger:
 
     def _lineage(
         self, target: Any
-    ) -> tuple[str | None, tuple[str, str, int | None] | None, tuple[Any] | None]:
-        """The reference, origin and (for a fork) input a new top-level run of ``target``
-        records."""
+    ) -> tuple[
+        str | None, tuple[str, str, int | None] | None, tuple[Any] | None, RecordedCalls | None
+    ]:
+        """The reference, origin, (for a fork) input and (for a rerun) recorded calls of a new
+        top-level run of ``target``."""
         handle = _RUN_HANDLE.get()
         ref: str | None = None
-        made_from = start = None
+        made_from = start = calls = None
         if handle is not None and handle.debugger is self and handle.run_id is None:
-            ref, made_from, start = handle._target_ref, handle._made_from, handle._start_input
+            ref, made_from = handle._target_ref, handle._made_from
+            start, calls = handle._start_input, handle._calls
         if ref is None and target is not None and id(target) in self._attached:
             key = id(target)
             if key not in self._refs:  # looked up once per attached target
@@ -502,7 +512,7 @@ class Debugger:
 
                 self._refs[key] = module_reference(target)
             ref = self._refs[key]
-        return ref, made_from, start
+        return ref, made_from, start, calls
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an
@@ -896,16 +906,39 @@ class Debugger:
         self, run_id: str, step: int, edits: Mapping[str, Any] | None, target: Any
     ) -> tuple[Any, Any, str | None, Adapter]:
         """Check a fork before it starts: ``(point, target, reference, adapter)``."""
-        from flowdbg.timetravel import ForkError, plan_fork
+        from flowdbg.timetravel import plan_fork
+
+        run, target, ref, adapter = self._made_from_run(run_id, target, Capability.FORK)
+        point = plan_fork(self._recording_store(), run.run_id, step, edits)
+        adapter.check_fork(target, point)
+        return point, target, ref, adapter
+
+    def _recording_store(self) -> Store:
+        from flowdbg.timetravel import ForkError
 
         store = self.store
         if store is None:
             raise ForkError(
                 "this debugger does not record (record=False or FLOWDBG_RECORD=0), so it has "
-                "no runs to fork; create it with record=True and db= the database of the run"
+                "no runs to fork or rerun; create it with record=True and db= the database of "
+                "the run"
             )
-        run = store.get_run(run_id)
+        return store
+
+    def _made_from_run(
+        self, run_id: str, target: Any, capability: Capability | None
+    ) -> tuple[RunRecord, Any, str | None, Adapter]:
+        """The recorded run a new run is made from, the target to run (given, or loaded from
+        the reference the run recorded), its reference and its adapter, checked."""
+        from flowdbg.timetravel import ForkError
+
+        run = self._recording_store().get_run(run_id)
         short = run.run_id[:8]
+        if run.parent_run_id is not None:
+            raise ForkError(
+                f"run {short} is nested in run {run.parent_run_id[:8]} (at its step "
+                f"{run.parent_step}); use the top-level run instead"
+            )
         ref = target if isinstance(target, str) else None
         if target is None:
             ref = run.target
@@ -930,7 +963,7 @@ class Debugger:
                 try:
                     target = load_target(ref, self)
                 except TargetError as exc:
-                    raise ForkError(f"cannot load the target of the fork: {exc}") from exc
+                    raise ForkError(f"cannot load the target of run {short}: {exc}") from exc
                 finally:
                     _LOADING.reset(token)
         adapter = self.adapter_for(target)
@@ -939,14 +972,77 @@ class Debugger:
                 f"run {short} is a {run.framework} run, but the target given is a "
                 f"{adapter.name} object; give the {run.framework} target it ran"
             )
-        if Capability.FORK not in adapter.capabilities:
+        if capability is not None and capability not in adapter.capabilities:
+            doing = "fork runs" if capability is Capability.FORK else "serve recorded calls"
             raise ForkError(
-                f"adapter {adapter.name!r} cannot fork runs (no capability 'fork'); run the "
-                "target again with its input instead"
+                f"adapter {adapter.name!r} cannot {doing} (no capability {capability.value!r})"
+                + (
+                    "; run the target again with its input instead"
+                    if doing == "fork runs"
+                    else "; rerun with cached_calls='none' to run every call live"
+                )
             )
-        point = plan_fork(store, run.run_id, step, edits)
-        adapter.check_fork(target, point)
-        return point, target, ref, adapter
+        return run, target, ref, adapter
+
+    def rerun(
+        self,
+        run_id: str,
+        cached_calls: str = "all",
+        target: Any = None,
+    ) -> RunHandle:
+        """Run a recorded run again from its input with the *current* code of its target, in a
+        worker thread, serving its model and tool calls from the record where nothing changed.
+
+        A call (a unit of kind ``llm`` or ``tool``) whose name and input equal those of the
+        call at the same position of its branch in the record gets the recorded output without
+        running: no model is asked, no tool runs. The first call of a branch that differs
+        (another input, another call) runs live, and every later call of that branch too. A
+        branch is where calls are made: the node making them (with the subgraph nodes above
+        it); a position counts the calls made there, in order. Served units are marked
+        ``cached`` in the record (``StepRecord.cached``) and the run log. The run goes on under
+        this debugger like any run (a breakpoint before a call that is then served holds
+        there; an edit of its input makes it run live).
+
+        :param run_id: the recorded run (an id or a unique prefix) in :attr:`store`.
+        :param cached_calls: which calls may be served: ``"all"``, ``"llm"``, ``"tool"`` or
+            ``"none"`` (every call runs live: a plain rerun).
+        :param target: the object to run, or its reference; by default the run's recorded
+            reference (see :meth:`fork`).
+        :returns: the :class:`RunHandle` of the new run; ``handle.calls`` counts the calls
+            served and run live, and names the first that differed in each branch.
+        :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, it
+            recorded no target and none is given, the target is of another framework, or
+            its adapter cannot serve recorded calls (only ``"none"`` then).
+        :raises ValueError: for an unknown ``cached_calls``.
+        """
+        from flowdbg.timetravel import CACHED_CALLS, RecordedCalls
+
+        if cached_calls not in CACHED_CALLS:
+            raise ValueError(
+                f"cached_calls must be one of {', '.join(map(repr, CACHED_CALLS))}, not "
+                f"{cached_calls!r}"
+            )
+        needs = None if cached_calls == "none" else Capability.CACHED_CALLS
+        run, target, ref, adapter = self._made_from_run(run_id, target, needs)
+        store = self._recording_store()
+        steps: list[Any] = []
+        pending = [run.run_id]
+        while pending:  # the run's calls and those of its nested runs (subgraphs)
+            current = pending.pop()
+            steps.extend(s for s in store.get_steps(current) if s.kind in CACHED_CALLS["all"])
+            pending.extend(child.run_id for child in store.list_runs(parent=current, limit=None))
+        calls = RecordedCalls(
+            steps, CACHED_CALLS[cached_calls], redact=getattr(store, "_redact", None)
+        )
+        self.attach(target, ref=ref)
+        method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
+        short = run.run_id[:8]
+        handle = RunHandle(self, method, (target, run.input), {}, name=f"rerun of {short}")
+        handle._target_ref = self._refs.get(id(target))
+        handle._made_from = ("rerun", run.run_id, None)
+        handle._calls = handle.calls = calls
+        handle._start()
+        return handle
 
     def wait_for_stop(self, timeout: float | None = None) -> Stop | None:
         """Wait for a stop.

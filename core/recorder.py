@@ -76,6 +76,7 @@ def step_record(unit: Unit) -> StepRecord:
         decision=decision,
         error=None if error is None else ErrorInfo.of(error),
         child_run_id=unit.child_run_id,
+        cached=unit.cached,
     )
 
 

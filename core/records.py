@@ -53,6 +53,8 @@ class StepRecord:
     partial: bool = False
     #: id of the child run this unit started (a subgraph, a nested workflow), if any
     child_run_id: str | None = None
+    #: a rerun served the unit's output from the recorded run instead of running it
+    cached: bool = False
 
     @property
     def duration(self) -> float | None:

@@ -35,6 +35,7 @@ __all__ = [
     "AdapterEntry",
     "Adapters",
     "BreakpointInfo",
+    "CallsServed",
     "ConditionalEdge",
     "DebuggerStatus",
     "Divergence",
@@ -46,6 +47,7 @@ __all__ = [
     "GraphInspect",
     "GraphNode",
     "IgnoredDifference",
+    "LiveCall",
     "Location",
     "NodeDelta",
     "ReplayAfter",
@@ -59,6 +61,7 @@ __all__ = [
     "RunsFork",
     "RunsLs",
     "RunsReplay",
+    "RunsRerun",
     "RunsShow",
     "RunsState",
     "RunsSteps",
@@ -175,6 +178,9 @@ class Step(_Shape):
     error: Error | None
     partial: bool = Field(description="some value could not be recorded and is shown by repr")
     child_run_id: str | None = Field(description="the run this unit started (a subgraph)")
+    cached: bool = Field(
+        description="a rerun served its output from the recorded run instead of running it"
+    )
 
 
 class StepDetail(Step):
@@ -242,6 +248,39 @@ class RunsFork(_Shape):
     )
     steps: list[Step] = Field(description="the steps the fork ran")
     edits: dict[str, Any] = Field(description="the --set edits applied first, path -> value")
+
+
+class LiveCall(_Shape):
+    """The first call of a branch that ran live in a rerun where the record had a call."""
+
+    branch: list[str] = Field(description="the units the call is inside, from the run down")
+    kind: Kind
+    name: str
+    recorded_name: str | None = Field(description="the call the record has at that position")
+    recorded_step: int | None = Field(description="its step in the recorded run")
+    reason: Literal["input", "name", "partial", "extra"] = Field(
+        description="input: its input differs; name: another call; partial: the recorded "
+        "values are incomplete; extra: the record has no more calls there"
+    )
+    input: Any = Field(description="the call's input in the rerun")
+    recorded_input: Any = Field(description="the recorded call's input")
+
+
+class CallsServed(_Shape):
+    """What a rerun served from the record."""
+
+    cached_calls: Literal["all", "llm", "tool", "none"]
+    served: Count = Field(description="calls given their recorded output without running")
+    live: Count = Field(description="calls that ran")
+    diverged: list[LiveCall] = Field(description="per branch, the first call that differed")
+
+
+class RunsRerun(_Shape):
+    """flowdbg runs rerun --json: the new run, run to its end without stopping."""
+
+    run: RunDetail = Field(description="the rerun: origin 'rerun', forked_from the run")
+    steps: list[Step] = Field(description="its steps; cached: served from the record")
+    calls: CallsServed
 
 
 class WrittenBy(_Shape):
@@ -486,6 +525,7 @@ class Envelope(_Shape):
 COMMANDS: dict[str, type[BaseModel]] = {
     "runs ls": RunsLs,
     "runs fork": RunsFork,
+    "runs rerun": RunsRerun,
     "runs show": RunsShow,
     "runs state": RunsState,
     "runs steps": RunsSteps,

@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from flowdbg.records import RunRecord, StepRecord
     from flowdbg.store import Store
 
-__all__ = ["END_NAMES", "ForkError", "ForkPoint", "forkable_steps", "plan_fork"]
+__all__ = [
+    "CACHED_CALLS",
+    "END_NAMES",
+    "ForkError",
+    "ForkPoint",
+    "LiveCall",
+    "RecordedCalls",
+    "forkable_steps",
+    "plan_fork",
+]
 
 #: the names by which frameworks record "the run ends here" in a decision
 END_NAMES = frozenset({"__end__", "END"})
@@ -188,3 +197,144 @@ def plan_fork(
         superstep=superstep,
         edits=applied,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Reruns with recorded calls
+# --------------------------------------------------------------------------------------------
+
+#: ``cached_calls`` of a rerun -> the unit kinds served from the record
+CACHED_CALLS: Mapping[str, frozenset[str]] = {
+    "all": frozenset({"llm", "tool"}),
+    "llm": frozenset({"llm"}),
+    "tool": frozenset({"tool"}),
+    "none": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class LiveCall:
+    """The first call of a branch that ran live in a rerun although the record had a call at
+    its position: what it was and what the record had there."""
+
+    #: the branch: the units the call is inside, from the run down (``("agent",)``)
+    branch: tuple[str, ...]
+    #: the call's kind and name in the rerun
+    kind: str
+    name: str
+    #: what the record has at that position (``None``: the recorded branch had no more calls)
+    recorded_name: str | None
+    recorded_step: int | None
+    #: why it ran live: ``"input"`` (its input differs), ``"name"`` (another call),
+    #: ``"partial"`` (the recorded values are incomplete), ``"extra"`` (no recorded call left)
+    reason: str
+    #: the call's input in the rerun and in the record (plain values)
+    input: Any = None
+    recorded_input: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "branch": list(self.branch),
+            "kind": self.kind,
+            "name": self.name,
+            "recorded_name": self.recorded_name,
+            "recorded_step": self.recorded_step,
+            "reason": self.reason,
+            "input": self.input,
+            "recorded_input": self.recorded_input,
+        }
+
+
+class RecordedCalls:
+    """The model and tool calls of a recorded run, served to a rerun of it.
+
+    A call of the rerun is matched with the call at the same position of its *branch* in the
+    record: the branch is where the call is made (the units it is inside, ``unit.run.path``:
+    the node making it, with the subgraph nodes above), and the position counts the calls made
+    there in order, whatever their kind. A call of a served kind (``kinds``) whose name and
+    input (as the store keeps values: plain JSON, secrets redacted) equal the recorded one's
+    gets the recorded output without running. The first call of a branch that does not match
+    runs live, and so does every later call of that branch.
+
+    Thread-safe: parallel branches call :meth:`serve` at once.
+
+    :param steps: the recorded run's steps and those of its nested runs, with their values.
+    :param kinds: the unit kinds to serve (``{"llm", "tool"}`` for all).
+    :param redact: the store's key patterns, to encode live inputs as the record has them.
+    """
+
+    def __init__(
+        self, steps: Sequence[StepRecord], kinds: frozenset[str], redact: Any = None
+    ) -> None:
+        import collections
+        import threading
+
+        from flowdbg.store._encode import DEFAULT_REDACT, Encoder
+
+        self.kinds = kinds
+        self._encoder = Encoder(DEFAULT_REDACT if redact is None else redact)
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[str, ...], collections.deque[StepRecord]] = {}
+        for step in sorted(steps, key=lambda s: (s.started_at, s.step)):
+            if step.kind in CACHED_CALLS["all"] and step.status == "completed":
+                self._queues.setdefault(tuple(step.path), collections.deque()).append(step)
+        self._live: set[tuple[str, ...]] = set()
+        #: how many calls were served from the record, and how many ran live
+        self.served = 0
+        self.live = 0
+        #: the first call of each branch that ran live where the record had one, in order
+        self.diverged: list[LiveCall] = []
+
+    @property
+    def recorded(self) -> int:
+        """How many calls the record has."""
+        return sum(len(q) for q in self._queues.values()) + self.served
+
+    def serve(self, unit: Any, input: Any) -> tuple[bool, Any]:
+        """``(True, recorded output)`` to serve the call ``unit`` makes with ``input``, else
+        ``(False, None)`` (see the class)."""
+        branch = tuple(unit.run.path)
+        with self._lock:
+            plain, partial = self._encoder.encode(input)
+            if branch in self._live:
+                self.live += 1
+                return False, None
+            queue = self._queues.get(branch)
+            recorded = queue.popleft() if queue else None
+            reason = None
+            if recorded is None:
+                reason = "extra"
+            elif recorded.node != unit.node or recorded.kind != unit.kind:
+                reason = "name"
+            elif recorded.partial or partial:
+                reason = "partial"
+            elif _plain(plain) != recorded.input:
+                reason = "input"
+            if reason is None and unit.kind in self.kinds:
+                self.served += 1
+                return True, copy.deepcopy(recorded.output)  # type: ignore[union-attr]
+            self.live += 1
+            if reason is not None:
+                self._live.add(branch)
+                if recorded is not None or self._queues.get(branch) is not None:
+                    self.diverged.append(
+                        LiveCall(
+                            branch=branch,
+                            kind=unit.kind,
+                            name=unit.node,
+                            recorded_name=None if recorded is None else recorded.node,
+                            recorded_step=None if recorded is None else recorded.step,
+                            reason=reason,
+                            input=_plain(plain),
+                            recorded_input=None if recorded is None else recorded.input,
+                        )
+                    )
+            return False, None
+
+
+def _plain(value: Any) -> Any:
+    """A plain value as the store gives it back (tuples as lists)."""
+    import json
+
+    return json.loads(json.dumps(value))

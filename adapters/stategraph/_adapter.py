@@ -226,6 +226,7 @@ class StateGraphAdapter(Adapter):
             Capability.HANDOFFS,
             Capability.SUPERSTEPS,
             Capability.FORK,
+            Capability.CACHED_CALLS,  # its Tool and Model calls go through Unit.call
         }
     )
 

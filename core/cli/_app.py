@@ -1053,10 +1053,11 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     """
     from flowdbg import __version__
 
-    from ._fork import runs_fork
+    from ._fork import runs_fork, runs_rerun
     from ._runs import runs_group
 
     runs_group.add_command(runs_fork)
+    runs_group.add_command(runs_rerun)
 
     @click.group(cls=FlowdbgGroup, plugins=plugins, context_settings=_CONTEXT, name="flowdbg")
     @click.version_option(__version__, "-V", "--version", prog_name="flowdbg")

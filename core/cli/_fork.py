@@ -19,7 +19,7 @@ from ._app import (
 from ._envelope import emit_json, jsonable
 from ._render import Out, short_id
 
-__all__ = ["parse_edits", "runs_fork"]
+__all__ = ["parse_edits", "runs_fork", "runs_rerun"]
 
 _CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -154,6 +154,136 @@ def runs_fork(
                 ref=ref,
                 start=start,
             )
+    finally:
+        dbg.close()
+    ctx.exit(code)
+
+
+@click.command("rerun", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--cached-calls",
+    type=click.Choice(["all", "llm", "tool", "none"]),
+    default="all",
+    show_default=True,
+    help="which model and tool calls are served from RUN's record when they match it",
+)
+@click.option(
+    "-b",
+    "--break",
+    "breaks",
+    multiple=True,
+    metavar="NODE[:after]",
+    help="break before NODE (a glob), or after it with NODE:after; repeatable",
+)
+@click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
+@click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="run this target (path/to/file.py:obj or package.module:obj) instead of the one RUN "
+    "recorded",
+)
+@click.option("--output", metavar="FILE", help="write the rerun's whole result to FILE as JSON")
+@db_option
+@json_option
+@click.pass_context
+def runs_rerun(
+    ctx: click.Context,
+    run_id: str,
+    cached_calls: str,
+    breaks: tuple[str, ...],
+    break_on_exception: bool,
+    stop_on_entry: bool,
+    target: str | None,
+    output: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run RUN again from its input with the current code of its target, under the terminal
+    debugger, serving its model and tool calls from the record: a call whose name and input
+    match the call at the same place in the record gets the recorded result without running
+    (no model is asked, no tool runs); the first call of a node that differs runs live, and
+    so do the calls after it there. Served steps show as "cached".
+
+    With --json the rerun runs to its end without stopping and prints the new run, its steps
+    and what was served.
+    """
+    from flowdbg.adapter import Capability
+
+    if as_json and (breaks or stop_on_entry or break_on_exception):
+        raise click.UsageError("--json runs the rerun without stopping: leave out -b and stops")
+    _check_output(output)
+    dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
+    try:
+        if dbg.store is None:
+            raise CliError(
+                "cannot rerun: recording is off (FLOWDBG_RECORD=0) or the database cannot be "
+                "written, and the rerun must be recorded; pass --db with a writable database"
+            )
+        store = dbg.store
+        needs = None if cached_calls == "none" else Capability.CACHED_CALLS
+        run, obj, ref, _ = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        handles: list[Any] = []
+
+        def start() -> Any:
+            handle = dbg.rerun(run.run_id, cached_calls=cached_calls, target=obj)
+            handles.append(handle)
+            return handle
+
+        if as_json:
+            handle = start()
+            error = handle.exception(timeout=None)
+            dbg.flush(timeout=30)
+            assert handle.run_id is not None and handle.calls is not None
+            from ._runs import run_dict, step_dict
+
+            new = store.get_run(handle.run_id)
+            calls = handle.calls
+            emit_json(
+                "runs rerun",
+                {
+                    "run": run_dict(new, values=True),
+                    "steps": [step_dict(s) for s in store.get_steps(new.run_id, values=False)],
+                    "calls": {
+                        "cached_calls": cached_calls,
+                        "served": calls.served,
+                        "live": calls.live,
+                        "diverged": [jsonable(d.to_dict()) for d in calls.diverged],
+                    },
+                },
+            )
+            code = 0 if error is None else 1
+        else:
+            out = Out()
+            out.line(
+                f"rerunning run {short_id(run.run_id)} with {ref or 'the target given'}, "
+                f"recorded calls served: {cached_calls}"
+            )
+            code = debug_session(
+                dbg,
+                obj,
+                None,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                output=output,
+                ref=ref,
+                start=start,
+            )
+            if handles and handles[0].calls is not None:
+                calls = handles[0].calls
+                out.line(f"calls served from the record: {calls.served}, run live: {calls.live}")
+                for live in calls.diverged:
+                    where = "/".join(live.branch) or "the run"
+                    out.line(
+                        f"  in {where}: {live.kind} {live.name!r} ran live ({live.reason} differs "
+                        f"from step {live.recorded_step} of the record)"
+                        if live.recorded_step is not None
+                        else f"  in {where}: {live.kind} {live.name!r} ran live (not in the record)"
+                    )
     finally:
         dbg.close()
     ctx.exit(code)

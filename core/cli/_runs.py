@@ -168,6 +168,7 @@ def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
         "error": _error_dict(step.error),
         "partial": bool(step.partial),
         "child_run_id": step.child_run_id,
+        "cached": bool(step.cached),
     }
     if values:
         data["input"] = jsonable(step.input)

@@ -134,6 +134,8 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     for column in ("target TEXT", "origin TEXT", "forked_from TEXT", "fork_step INTEGER"):
         conn.execute(f"ALTER TABLE runs ADD COLUMN {column}")
     conn.execute("CREATE INDEX runs_forked ON runs (forked_from, started_at, id)")
+    # a rerun's model and tool calls served from the record instead of running
+    conn.execute("ALTER TABLE steps ADD COLUMN cached INTEGER NOT NULL DEFAULT 0")
 
 
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
@@ -149,7 +151,7 @@ _RUN_COLUMNS = (
 _STEP_COLUMNS = (
     "run_id, step, superstep, path, node, kind, status, started_at, ended_at, duration, "
     "decision, error_type, error_module, error_message, error_traceback, branch, attempt, "
-    "input_ref, output_ref, state_ref, partial, child_run_id"
+    "input_ref, output_ref, state_ref, partial, child_run_id, cached"
 )
 _STEP_PARAMS = ", ".join("?" * len(_STEP_COLUMNS.split(", ")))
 
@@ -734,6 +736,7 @@ class SQLiteStore(Store):
             state_ref,
             int(bool(step.partial or p1 or p2 or p3 or p4)),
             step.child_run_id,
+            int(step.cached),
         )
 
     def write_batch(
@@ -1042,6 +1045,7 @@ class SQLiteStore(Store):
                 attempt=row[16],
                 partial=bool(row[20]),
                 child_run_id=row[21],
+                cached=bool(row[22]),
             )
             if values:
                 record.input, record.output, record.state = decoded[3 * index : 3 * index + 3]

@@ -33,6 +33,7 @@ def test_the_time_travel_example_and_its_commands_run_as_written(tmp_path: Path)
         "answer question",
         "how-to sent to ana",
         "fork True 1",
+        "refund opened for ana 1 1",
     ]
 
     def flowdbg(*args: str, stdin: str = "") -> str:
@@ -48,7 +49,7 @@ def test_the_time_travel_example_and_its_commands_run_as_written(tmp_path: Path)
         assert ran.returncode == 0, ran.stderr
         return ran.stdout
 
-    listed = flowdbg("runs", "ls", "--json")  # newest first: the example's run, then its fork
+    listed = flowdbg("runs", "ls", "--json")  # newest first: the example's run comes last
     first_id = re.findall(r'"run_id": "([0-9a-f]{32})"', listed)[-1]
     (bash,) = re.findall(r"```bash\n(.*?)```", _section(), flags=re.DOTALL)
     outputs = []
@@ -63,9 +64,11 @@ def test_the_time_travel_example_and_its_commands_run_as_written(tmp_path: Path)
         outputs.append(out)
         if "--json" in words:
             fork_id = re.findall(r'"run_id": "([0-9a-f]{32})"', out)[0]
-    debugged, as_json, tree, shown = outputs
+    debugged, as_json, rerun, tree, shown = outputs
+    assert "calls served from the record: 1, run live: 0" in rerun
     assert "stop-1: breakpoint [bp-1] at before node 'answer'" in debugged
     assert "how-to sent to ana" in debugged
     assert '"origin": "fork"' in as_json
     assert tree.count(f"fork of {first_id[:8]} at step 1") == 3  # the example's fork too
+    assert tree.count(f"rerun of {first_id[:8]}") == 2
     assert f"fork of {first_id[:8]} at step 1" in shown.splitlines()[0]

@@ -309,7 +309,7 @@ class RecordedCalls:
                 reason = "name"
             elif recorded.partial or partial:
                 reason = "partial"
-            elif _plain(plain) != recorded.input:
+            elif not _same(_plain(plain), recorded.input):
                 reason = "input"
             if reason is None and unit.kind in self.kinds:
                 self.served += 1
@@ -331,6 +331,23 @@ class RecordedCalls:
                         )
                     )
             return False, None
+
+
+#: what a call's input may differ in and still be served: a provider's bookkeeping on the
+#: messages it holds (token usage, response metadata), which a served reply does not repeat
+_BOOKKEEPING = ("**.usage_metadata", "**.response_metadata")
+
+
+def _same(live: Any, recorded: Any) -> bool:
+    """Whether a call's input equals the recorded one, leaving out the values that are new on
+    every run (LangChain message ids, generated ids, timestamps: as ``runs diff`` does) and
+    a provider's bookkeeping on messages."""
+    from flowdbg.store._ignore import IgnoreRules
+
+    if live == recorded:
+        return True
+    a, b = IgnoreRules(_BOOKKEEPING).normalize(live, recorded)
+    return bool(a == b)
 
 
 def _plain(value: Any) -> Any:

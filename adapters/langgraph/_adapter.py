@@ -124,6 +124,9 @@ class LangGraphAdapter(Adapter):
             Capability.LLM_CALLS,
             Capability.SUPERSTEPS,
             Capability.FORK,
+            # model replies served through LangChain's cache (_replay.py), ToolNode calls
+            # through their wrapper (Unit.call)
+            Capability.CACHED_CALLS,
             # Not TOOL_ARG_EDITING: the arguments and results of the calls a ToolNode makes (an
             # agent's tools node) can be edited, through its wrap_tool_call hook, but a tool a
             # node calls itself is seen through LangChain callbacks, which get a copy; editing

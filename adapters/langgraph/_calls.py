@@ -554,6 +554,19 @@ def _tool_result(original: Any, edited: Any) -> Any:
     return edited
 
 
+def _served_tool_result(request: Any, recorded: Any) -> Any:
+    """A ToolNode call's recorded result (a tool message as the store keeps it) as the
+    ``ToolMessage`` this call returns: the recorded content, this call's tool-call id."""
+    from langchain_core.messages import ToolMessage
+
+    call = request.tool_call
+    if isinstance(recorded, dict) and "content" in recorded:
+        fields = {k: v for k, v in recorded.items() if k not in ("type", "id") and v is not None}
+        fields["tool_call_id"] = call.get("id") or fields.get("tool_call_id", "")
+        return ToolMessage.model_validate(fields)
+    return ToolMessage(content=str(recorded), name=call.get("name"), tool_call_id=call.get("id"))
+
+
 class ToolNodeWrapper:
     """``wrap_tool_call``/``awrap_tool_call`` of a ToolNode (langgraph.prebuilt): each call is a
     unit of kind ``tool`` whose arguments and result can be edited at its stops.
@@ -604,6 +617,8 @@ class ToolNodeWrapper:
 
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
         result = unit.call(run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING)
+        if not returned:  # a rerun served the recorded result (Unit.recorded)
+            return _served_tool_result(request, result)
         return _tool_result(returned[0], result)
 
     async def acall(self, request: Any, execute: Any) -> Any:
@@ -636,6 +651,8 @@ class ToolNodeWrapper:
         result = await unit.acall(
             run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING
         )
+        if not returned:
+            return _served_tool_result(request, result)
         return _tool_result(returned[0], result)
 
 

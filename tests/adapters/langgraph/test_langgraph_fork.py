@@ -181,15 +181,15 @@ def test_a_run_recorded_by_another_process_forks(tmp_path: Path) -> None:
         assert dbg.fork(run.run_id, 1, {"n": 5}).result(timeout=T) == {"n": 10}
 
 
-def test_a_rerun_needs_recorded_calls_support_unless_every_call_runs_live(
+def test_a_rerun_of_a_graph_without_calls_runs_it_again_from_its_input(
     rec: flowdbg.Debugger,
 ) -> None:
     app = linear()
     run_id = record(rec, app, {"x": 1})
-    with pytest.raises(flowdbg.ForkError, match="cannot serve recorded calls"):
-        rec.rerun(run_id, target=app)
-    again = rec.rerun(run_id, cached_calls="none", target=app)
+    again = rec.rerun(run_id, target=app)
     assert again.result(timeout=T) == {"x": 20, "y": 21}
+    assert again.calls is not None and (again.calls.served, again.calls.live) == (0, 0)
     assert rec.flush(T) and rec.store is not None and again.run_id is not None
     recorded = rec.store.get_run(again.run_id)
     assert (recorded.origin, recorded.forked_from, recorded.input) == ("rerun", run_id, {"x": 1})
+    assert [s.node for s in rec.store.get_steps(again.run_id)] == ["a", "b", "c"]

@@ -989,6 +989,8 @@ class Debugger:
         run_id: str,
         cached_calls: str = "all",
         target: Any = None,
+        *,
+        until_divergence: bool = False,
     ) -> RunHandle:
         """Run a recorded run again from its input with the *current* code of its target, in a
         worker thread, serving its model and tool calls from the record where nothing changed.
@@ -1008,6 +1010,9 @@ class Debugger:
             ``"none"`` (every call runs live: a plain rerun).
         :param target: the object to run, or its reference; by default the run's recorded
             reference (see :meth:`fork`).
+        :param until_divergence: end the run at the first call that differs from the record
+            instead of making it: the run ends ``terminated`` and ``result()`` raises
+            :class:`flowdbg.timetravel.Diverged` (a :class:`flowdbg.Terminated`) naming it.
         :returns: the :class:`RunHandle` of the new run; ``handle.calls`` counts the calls
             served and run live, and names the first that differed in each branch.
         :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, it
@@ -1032,7 +1037,10 @@ class Debugger:
             steps.extend(s for s in store.get_steps(current) if s.kind in CACHED_CALLS["all"])
             pending.extend(child.run_id for child in store.list_runs(parent=current, limit=None))
         calls = RecordedCalls(
-            steps, CACHED_CALLS[cached_calls], redact=getattr(store, "_redact", None)
+            steps,
+            CACHED_CALLS[cached_calls],
+            redact=getattr(store, "_redact", None),
+            until_divergence=until_divergence,
         )
         self.attach(target, ref=ref)
         method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke

@@ -270,6 +270,9 @@ class CallsServed(_Shape):
     """What a rerun served from the record."""
 
     cached_calls: Literal["all", "llm", "tool", "none"]
+    until_divergence: bool = Field(
+        description="the rerun ended at the first call that differed instead of making it"
+    )
     served: Count = Field(description="calls given their recorded output without running")
     live: Count = Field(description="calls that ran")
     diverged: list[LiveCall] = Field(description="per branch, the first call that differed")

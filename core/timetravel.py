@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._paths import set_path
-from flowdbg.errors import FlowdbgError
+from flowdbg.errors import FlowdbgError, Terminated
 
 if TYPE_CHECKING:
     from flowdbg.records import RunRecord, StepRecord
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHED_CALLS",
     "END_NAMES",
+    "Diverged",
     "ForkError",
     "ForkPoint",
     "LiveCall",
@@ -212,6 +213,11 @@ CACHED_CALLS: Mapping[str, frozenset[str]] = {
 }
 
 
+class Diverged(Terminated):
+    """Ends a rerun with ``until_divergence`` at its first call that differs from the record
+    (a :class:`flowdbg.Terminated`: the run ends ``terminated``, the call is not made)."""
+
+
 @dataclass(frozen=True)
 class LiveCall:
     """The first call of a branch that ran live in a rerun although the record had a call at
@@ -262,10 +268,17 @@ class RecordedCalls:
     :param steps: the recorded run's steps and those of its nested runs, with their values.
     :param kinds: the unit kinds to serve (``{"llm", "tool"}`` for all).
     :param redact: the store's key patterns, to encode live inputs as the record has them.
+    :param until_divergence: end the run (:class:`Diverged`) at the first call that differs,
+        instead of running it live.
     """
 
     def __init__(
-        self, steps: Sequence[StepRecord], kinds: frozenset[str], redact: Any = None
+        self,
+        steps: Sequence[StepRecord],
+        kinds: frozenset[str],
+        redact: Any = None,
+        *,
+        until_divergence: bool = False,
     ) -> None:
         import collections
         import threading
@@ -273,6 +286,7 @@ class RecordedCalls:
         from flowdbg.store._encode import DEFAULT_REDACT, Encoder
 
         self.kinds = kinds
+        self.until_divergence = until_divergence
         self._encoder = Encoder(DEFAULT_REDACT if redact is None else redact)
         self._lock = threading.Lock()
         self._queues: dict[tuple[str, ...], collections.deque[StepRecord]] = {}
@@ -314,22 +328,32 @@ class RecordedCalls:
             if reason is None and unit.kind in self.kinds:
                 self.served += 1
                 return True, copy.deepcopy(recorded.output)  # type: ignore[union-attr]
-            self.live += 1
             if reason is not None:
                 self._live.add(branch)
                 if recorded is not None or self._queues.get(branch) is not None:
-                    self.diverged.append(
-                        LiveCall(
-                            branch=branch,
-                            kind=unit.kind,
-                            name=unit.node,
-                            recorded_name=None if recorded is None else recorded.node,
-                            recorded_step=None if recorded is None else recorded.step,
-                            reason=reason,
-                            input=_plain(plain),
-                            recorded_input=None if recorded is None else recorded.input,
-                        )
+                    live = LiveCall(
+                        branch=branch,
+                        kind=unit.kind,
+                        name=unit.node,
+                        recorded_name=None if recorded is None else recorded.node,
+                        recorded_step=None if recorded is None else recorded.step,
+                        reason=reason,
+                        input=_plain(plain),
+                        recorded_input=None if recorded is None else recorded.input,
                     )
+                    self.diverged.append(live)
+                    if self.until_divergence:
+                        where = "/".join(branch) or "the run"
+                        raise Diverged(
+                            f"stopped at the first call that differs from the record: "
+                            f"{unit.kind} {unit.node!r} in {where} ({reason} differs from "
+                            f"step {live.recorded_step} of the recorded run)"
+                            if live.recorded_step is not None
+                            else f"stopped at the first call that differs from the record: "
+                            f"{unit.kind} {unit.node!r} in {where} (the record has no more "
+                            "calls there)"
+                        )
+            self.live += 1
             return False, None
 
 

@@ -184,6 +184,11 @@ def runs_fork(
     help="run this target (path/to/file.py:obj or package.module:obj) instead of the one RUN "
     "recorded",
 )
+@click.option(
+    "--until-divergence",
+    is_flag=True,
+    help="end the rerun at the first call that differs from the record, without making it",
+)
 @click.option("--output", metavar="FILE", help="write the rerun's whole result to FILE as JSON")
 @db_option
 @json_option
@@ -196,6 +201,7 @@ def runs_rerun(
     break_on_exception: bool,
     stop_on_entry: bool,
     target: str | None,
+    until_divergence: bool,
     output: str | None,
     db: str | None,
     as_json: bool,
@@ -204,7 +210,8 @@ def runs_rerun(
     debugger, serving its model and tool calls from the record: a call whose name and input
     match the call at the same place in the record gets the recorded result without running
     (no model is asked, no tool runs); the first call of a node that differs runs live, and
-    so do the calls after it there. Served steps show as "cached".
+    so do the calls after it there (with --until-divergence the rerun ends there instead).
+    Served steps show as "cached".
 
     With --json the rerun runs to its end without stopping and prints the new run, its steps
     and what was served.
@@ -227,7 +234,12 @@ def runs_rerun(
         handles: list[Any] = []
 
         def start() -> Any:
-            handle = dbg.rerun(run.run_id, cached_calls=cached_calls, target=obj)
+            handle = dbg.rerun(
+                run.run_id,
+                cached_calls=cached_calls,
+                target=obj,
+                until_divergence=until_divergence,
+            )
             handles.append(handle)
             return handle
 
@@ -247,6 +259,7 @@ def runs_rerun(
                     "steps": [step_dict(s) for s in store.get_steps(new.run_id, values=False)],
                     "calls": {
                         "cached_calls": cached_calls,
+                        "until_divergence": until_divergence,
                         "served": calls.served,
                         "live": calls.live,
                         "diverged": [jsonable(d.to_dict()) for d in calls.diverged],

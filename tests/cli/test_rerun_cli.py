@@ -3,6 +3,7 @@ served from the record (the scripted ones here count their real calls in a file)
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -86,6 +87,13 @@ def test_rerun_serves_unchanged_calls_and_runs_changed_ones(run_cli: Cli, graphs
     assert "cached" not in shown
     reruns = run_cli.json("runs", "ls", command="runs ls")["runs"]
     assert run_cli("runs", "show", reruns[1]["short_id"]).stdout.count("completed, cached") == 2
+
+    result = run_cli("runs", "rerun", original["short_id"], "--until-divergence", "--json", code=1)
+    assert calls.read_text().split() == ["chat", "search", "chat"]  # the call was not made
+    stopped = json.loads(result.stdout)["data"]
+    assert stopped["run"]["status"] == "terminated"
+    assert stopped["calls"]["until_divergence"] is True
+    assert [d["recorded_step"] for d in stopped["calls"]["diverged"]] == [2]
 
 
 def test_rerun_refusals(run_cli: Cli) -> None:

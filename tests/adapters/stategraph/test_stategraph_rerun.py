@@ -154,3 +154,20 @@ def test_an_edit_at_a_stop_before_a_call_makes_it_run_live(dbg: flowdbg.Debugger
     assert result["found"] == ["results for Porto", "results for Lisbon hotels"]
     assert counts.tools == 4  # the edited search and the one after it in its node ran again
     assert counts.llm == 2 + 1  # write's prompt changed with the results: live too
+
+
+def test_until_divergence_ends_the_rerun_at_the_first_differing_call(
+    dbg: flowdbg.Debugger,
+) -> None:
+    from flowdbg.timetravel import Diverged
+
+    counts = Counting()
+    run_id, _ = record(dbg, agent(counts))
+    changed = agent(counts, prompt="plan a cheap trip to {q}")
+    rerun = dbg.rerun(run_id, target=changed, until_divergence=True)
+    with pytest.raises(Diverged, match=r"llm 'chat' in plan \(input differs from step 2"):
+        rerun.result(timeout=T)
+    assert (counts.llm, counts.tools) == (2, 2)  # the differing call was not made
+    assert dbg.flush(T) and dbg.store is not None and rerun.run_id is not None
+    assert dbg.store.get_run(rerun.run_id).status == "terminated"
+    assert rerun.calls is not None and len(rerun.calls.diverged) == 1

@@ -1029,6 +1029,14 @@ class Debugger:
             )
         needs = None if cached_calls == "none" else Capability.CACHED_CALLS
         run, target, ref, adapter = self._made_from_run(run_id, target, needs)
+        if run.origin == "fork":  # its input is a state from the middle of another run
+            from flowdbg.timetravel import ForkError
+
+            raise ForkError(
+                f"run {run.run_id[:8]} is a fork of run {(run.forked_from or '?')[:8]} after "
+                f"step {run.fork_step}: its input is the state it started from, not a run's "
+                "input; fork that run again after that step instead"
+            )
         store = self._recording_store()
         steps: list[Any] = []
         pending = [run.run_id]

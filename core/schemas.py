@@ -65,6 +65,7 @@ __all__ = [
     "RunsShow",
     "RunsState",
     "RunsSteps",
+    "RunsTimeline",
     "ShowFilters",
     "StateChange",
     "StateKey",
@@ -284,6 +285,18 @@ class RunsRerun(_Shape):
     run: RunDetail = Field(description="the rerun: origin 'rerun', forked_from the run")
     steps: list[Step] = Field(description="its steps; cached: served from the record")
     calls: CallsServed
+
+
+class RunsTimeline(_Shape):
+    """flowdbg runs timeline --json: a run and the runs made from it, as a tree."""
+
+    run: Run
+    cached: Count = Field(description="its steps a rerun served from the record")
+    divergence: Divergence | None = Field(
+        description="for a rerun: where it first departs from the run it was made from (null: "
+        "the same path and states); null for the others (a fork starts after fork_step)"
+    )
+    made: list[RunsTimeline] = Field(description="the runs made from it, oldest first")
 
 
 class WrittenBy(_Shape):
@@ -529,6 +542,7 @@ COMMANDS: dict[str, type[BaseModel]] = {
     "runs ls": RunsLs,
     "runs fork": RunsFork,
     "runs rerun": RunsRerun,
+    "runs timeline": RunsTimeline,
     "runs show": RunsShow,
     "runs state": RunsState,
     "runs steps": RunsSteps,

@@ -29,8 +29,10 @@ __all__ = [
     "ForkPoint",
     "LiveCall",
     "RecordedCalls",
+    "TimelineEntry",
     "forkable_steps",
     "plan_fork",
+    "timeline",
 ]
 
 #: the names by which frameworks record "the run ends here" in a decision
@@ -379,3 +381,54 @@ def _plain(value: Any) -> Any:
     import json
 
     return json.loads(json.dumps(value))
+
+
+# --------------------------------------------------------------------------------------------
+# The timeline of a run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineEntry:
+    """A run and the runs made from it (forks, reruns), each with where it departs from it."""
+
+    run: RunRecord
+    #: how many of its steps a rerun served from the record
+    cached: int = 0
+    #: where it departs from the run it was made from: a fork's first step is the one after
+    #: its fork step, so for forks this is the fork point; a rerun's is the first divergence
+    #: ``runs diff`` finds (``None``: it took the same path with the same states)
+    divergence: Any = None
+    made: list[TimelineEntry] = field(default_factory=list)
+
+    def to_dict(self, run_dict: Any) -> dict[str, Any]:
+        """A JSON-ready dict, runs shown by ``run_dict(record)``."""
+        return {
+            "run": run_dict(self.run),
+            "cached": self.cached,
+            "divergence": None if self.divergence is None else self.divergence.to_dict(),
+            "made": [entry.to_dict(run_dict) for entry in self.made],
+        }
+
+
+def timeline(store: Store, run_id: str, *, depth: int = 20) -> TimelineEntry:
+    """The run ``run_id``, the runs made from it (forks, reruns) and the runs made from those,
+    oldest first at each level, each with its outcome and where it departs from its source.
+
+    :param depth: how many levels of runs made from runs to follow.
+    :raises flowdbg.store.RunNotFound: for an unknown run.
+    """
+
+    def entry(run: RunRecord, source: RunRecord | None, level: int) -> TimelineEntry:
+        cached = sum(s.cached for s in store.get_steps(run.run_id, values=False))
+        divergence = None
+        if source is not None and run.origin == "rerun":
+            divergence = store.diff_runs(source.run_id, run.run_id).first_divergence
+        made = (
+            [entry(child, run, level + 1) for child in store.list_forks(run.run_id)]
+            if level < depth
+            else []
+        )
+        return TimelineEntry(run=run, cached=cached, divergence=divergence, made=made)
+
+    return entry(store.get_run(run_id), None, 0)

@@ -916,3 +916,47 @@ def runs_prune(older_than: dt.datetime | None, keep: int | None, yes: bool, db: 
             click.confirm(f"delete {' and '.join(what)} from {ctx.label}?", abort=True)
         count = ctx.store.prune(older_than=_epoch(older_than), keep=keep)
         click.echo(f"deleted {count} run{'s' if count != 1 else ''} from {ctx.label}")
+
+
+@runs_group.command("timeline", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@db_option
+@json_option
+def runs_timeline(run_id: str, db: str | None, as_json: bool) -> None:
+    """Run ID, its forks and reruns (and theirs) as a tree: where each starts or departs from
+    the run it was made from, and how it ended."""
+    from flowdbg.timetravel import timeline
+
+    with _open(db) as ctx:
+        ctx.run(run_id)  # a one-line error for an unknown run
+        root = timeline(ctx.store, run_id)
+        if as_json:
+            emit_json("runs timeline", root.to_dict(run_dict))
+            return
+        out = Out()
+        for line in _timeline_lines(root, 0):
+            out.line(line)
+
+
+def _timeline_lines(entry: Any, level: int) -> list[str]:
+    run = entry.run
+    steps = "-" if run.step_count is None else str(run.step_count)
+    what = made_from(run)
+    head = f"{what.split(' of ')[0]} {short_id(run.run_id)}" if what else short_id(run.run_id)
+    if run.origin == "fork" and run.fork_step is not None:
+        head += f" after step {run.fork_step}" if run.fork_step else " from the input"
+    line = f"{head}  {run.name} ({run.framework}) {run.status}, {steps} steps"
+    if entry.cached:
+        line += f", {entry.cached} served from the record"
+    if run.origin == "rerun":
+        divergence = entry.divergence
+        if divergence is None:
+            line += "; same path and states as the run"
+        else:
+            line += (
+                f"; departs at step {divergence.step_b} ({divergence.node_b}): {divergence.detail}"
+            )
+    lines = [("  " * (level - 1) + "└ " if level else "") + line]
+    for child in entry.made:
+        lines.extend(_timeline_lines(child, level + 1))
+    return lines

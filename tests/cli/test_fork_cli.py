@@ -95,3 +95,27 @@ def test_fork_refusals_are_one_line(run_cli: Cli) -> None:
     assert message.startswith(
         "error: the record routes from step 1 to 'beta', which graph 'support' no longer has"
     )
+
+
+def test_timeline_shows_forks_and_reruns_under_the_run(run_cli: Cli) -> None:
+    original = recorded(run_cli, "graphs.py:app", '{"x": 1}')
+    short = original["short_id"]
+    fork = run_cli.json("runs", "fork", short, "--step", "1", "--set", "x=5", command="runs fork")[
+        "run"
+    ]
+    rerun = run_cli.json("runs", "rerun", short, command="runs rerun")["run"]
+    out = run_cli("runs", "timeline", short).stdout.splitlines()
+    assert out[0] == f"{short}  linear (stategraph) completed, 3 steps"
+    assert (
+        out[1] == f"└ fork {fork['short_id']} after step 1  linear (stategraph) completed, 2 steps"
+    )
+    assert out[2] == (
+        f"└ rerun {rerun['short_id']}  linear (stategraph) completed, 3 steps; same path and "
+        "states as the run"
+    )
+    data = run_cli.json("runs", "timeline", short, command="runs timeline")
+    assert data["run"]["run_id"] == original["run_id"]
+    assert [m["run"]["origin"] for m in data["made"]] == ["fork", "rerun"]
+    assert data["made"][1]["divergence"] is None
+    message = run_cli.error("runs", "rerun", fork["short_id"])
+    assert f"is a fork of run {short} after step 1" in message

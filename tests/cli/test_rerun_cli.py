@@ -88,6 +88,10 @@ def test_rerun_serves_unchanged_calls_and_runs_changed_ones(run_cli: Cli, graphs
     reruns = run_cli.json("runs", "ls", command="runs ls")["runs"]
     assert run_cli("runs", "show", reruns[1]["short_id"]).stdout.count("completed, cached") == 2
 
+    timeline = run_cli("runs", "timeline", original["short_id"]).stdout.splitlines()
+    assert timeline[1].endswith("2 served from the record; same path and states as the run")
+    assert "1 served from the record; departs at step 1 (plan): " in timeline[2]
+
     result = run_cli("runs", "rerun", original["short_id"], "--until-divergence", "--json", code=1)
     assert calls.read_text().split() == ["chat", "search", "chat"]  # the call was not made
     stopped = json.loads(result.stdout)["data"]

@@ -773,7 +773,7 @@ class Unit:
             raise raised from exc
         return await self.aafter(output=output, state=state, decision=_decided(decide, output))
 
-    def recorded(self, input: Any) -> tuple[bool, Any]:
+    def recorded(self, input: Any, *, serve: bool = True) -> tuple[bool, Any]:
         """Whether to serve this call from the record instead of running it: in a rerun with
         recorded calls (:meth:`flowdbg.Debugger.rerun`), a model or tool call whose name and
         input match the call at the same position of its branch in the recorded run.
@@ -783,13 +783,19 @@ class Unit:
         ``(True, output)`` it does not run the call and reports ``output`` at the after point
         as if the call had returned it. :meth:`call` and :meth:`acall` do this by themselves.
 
+        A call the adapter only observes (it cannot keep it from running) asks with
+        ``serve=False``, so that it takes its position in its branch (and a difference there
+        makes the branch live) while it runs. A unit's first question is the one that counts.
+
         :returns: ``(True, the recorded output)`` (the unit is marked :attr:`cached`), or
             ``(False, None)``: run the call.
+        :raises flowdbg.timetravel.Diverged: in a rerun ``until_divergence``, at the first call
+            that differs from the record.
         """
         calls = self.run.root.calls
         if calls is None or self.kind not in _CALL_KINDS:
             return False, None
-        served, output = calls.serve(self, input)
+        served, output = calls.serve(self, input, servable=serve)
         if served:
             self.cached = True
         return served, output

@@ -296,6 +296,7 @@ class RecordedCalls:
             if step.kind in CACHED_CALLS["all"] and step.status == "completed":
                 self._queues.setdefault(tuple(step.path), collections.deque()).append(step)
         self._live: set[tuple[str, ...]] = set()
+        self._asked: set[int] = set()  # the units that asked (alive while their run is)
         #: how many calls were served from the record, and how many ran live
         self.served = 0
         self.live = 0
@@ -307,11 +308,19 @@ class RecordedCalls:
         """How many calls the record has."""
         return sum(len(q) for q in self._queues.values()) + self.served
 
-    def serve(self, unit: Any, input: Any) -> tuple[bool, Any]:
+    def serve(self, unit: Any, input: Any, *, servable: bool = True) -> tuple[bool, Any]:
         """``(True, recorded output)`` to serve the call ``unit`` makes with ``input``, else
-        ``(False, None)`` (see the class)."""
+        ``(False, None)`` (see the class). A unit asks once; asking again answers
+        ``(False, None)`` and changes nothing.
+
+        :param servable: ``False`` for a call the adapter cannot give a result (it only
+            observes it): its position is taken and compared, but it runs live.
+        """
         branch = tuple(unit.run.path)
         with self._lock:
+            if id(unit) in self._asked:
+                return False, None
+            self._asked.add(id(unit))
             plain, partial = self._encoder.encode(input)
             if branch in self._live:
                 self.live += 1
@@ -327,7 +336,7 @@ class RecordedCalls:
                 reason = "partial"
             elif not _same(_plain(plain), recorded.input):
                 reason = "input"
-            if reason is None and unit.kind in self.kinds:
+            if reason is None and unit.kind in self.kinds and servable:
                 self.served += 1
                 return True, copy.deepcopy(recorded.output)  # type: ignore[union-attr]
             if reason is not None:

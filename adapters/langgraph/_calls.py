@@ -193,6 +193,8 @@ class CallHandler(_Calls, BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            if unit.run.root.calls is not None:  # a rerun: a model that asked no cache ran
+                unit.recorded(unit.record_value("input"), serve=False)  # live, in its place
             output, message = self._reply(response)
             edited = unit.after(output=output, state=unit.state_before)
             self._edited_reply(output, message, edited)
@@ -218,7 +220,9 @@ class CallHandler(_Calls, BaseCallbackHandler):
             return
         unit = self._unit(run_id, str(name or (serialized or {}).get("name") or "tool"), "tool")
         if unit is not None:
-            unit.before(state=_node_state(unit), input=_tool_args(inputs, input_str))
+            args = unit.before(state=_node_state(unit), input=_tool_args(inputs, input_str))
+            if unit.run.root.calls is not None:  # a rerun: it runs live, in its position
+                unit.recorded(args, serve=False)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
@@ -270,6 +274,8 @@ class AsyncCallHandler(_Calls, AsyncCallbackHandler):
     async def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            if unit.run.root.calls is not None:
+                unit.recorded(unit.record_value("input"), serve=False)
             output, message = self._reply(response)
             edited = await unit.aafter(output=output, state=unit.state_before)
             self._edited_reply(output, message, edited)
@@ -294,7 +300,9 @@ class AsyncCallHandler(_Calls, AsyncCallbackHandler):
         unit = self._unit(run_id, str(name or (serialized or {}).get("name") or "tool"), "tool")
         if unit is not None:
             state = _node_state(unit)
-            await unit.abefore(state=state, input=_tool_args(inputs, input_str))
+            args = await unit.abefore(state=state, input=_tool_args(inputs, input_str))
+            if unit.run.root.calls is not None:
+                unit.recorded(args, serve=False)
 
     async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)

@@ -39,7 +39,7 @@ from flowdbg.testing._control import (
     AbstractTerminateTests,
 )
 from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
-from flowdbg.testing._fork import AbstractForkTests
+from flowdbg.testing._fork import AbstractForkTests, AbstractRerunTests
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -68,6 +68,7 @@ __all__ = [
     "AbstractParallelTests",
     "AbstractPauseTests",
     "AbstractRecordingTests",
+    "AbstractRerunTests",
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
@@ -107,4 +108,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractHandoffTests,
     AbstractRecordingTests,
     AbstractForkTests,
+    AbstractRerunTests,
 )

@@ -11,7 +11,7 @@ from flowdbg.adapter import Capability
 from flowdbg.testing._base import WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED, Scenario
 
-__all__ = ["AbstractForkTests"]
+__all__ = ["AbstractForkTests", "AbstractRerunTests"]
 
 
 class AbstractForkTests(SuiteBase):
@@ -151,3 +151,87 @@ class AbstractForkTests(SuiteBase):
         run_id = self._record(dbg, scn)
         with pytest.raises(flowdbg.ForkError, match=r"has no step 99 \(its steps are 1\.\.3\)"):
             dbg.fork(run_id, 99, target=scn.target)
+
+
+class AbstractRerunTests(SuiteBase):
+    """:meth:`flowdbg.Debugger.rerun` on the tools scenario (a model call, then two tool calls,
+    in one unit): an unchanged rerun serves every call it can from the record
+    (:attr:`AdapterFixtures.served_call_kinds`) and ends as the run did; a change before the
+    first call makes it and every later call of its unit run live."""
+
+    def _record(self, dbg: flowdbg.Debugger, scn: Scenario) -> tuple[str, list[Any]]:
+        run = self.launch(dbg, scn)
+        assert self.finish(run, scn) == dict(EXPECTED["tools"])
+        assert dbg.flush(WAIT) and run.run_id is not None
+        store = dbg.store
+        assert store is not None
+        calls = [s for s in store.get_steps(run.run_id) if s.kind in ("llm", "tool")]
+        assert [s.kind for s in calls] == ["llm", "tool", "tool"]
+        return run.run_id, calls
+
+    def _rerun(
+        self, dbg: flowdbg.Debugger, scn: Scenario, run_id: str, cached_calls: str = "all"
+    ) -> flowdbg.RunHandle:
+        rerun = dbg.rerun(run_id, cached_calls, target=scn.target)
+        self._harness.handles.append(rerun)
+        return rerun
+
+    @requires(Capability.CACHED_CALLS, Capability.TOOL_CALLS, Capability.LLM_CALLS)
+    def test_an_unchanged_rerun_serves_its_calls_from_the_record(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        run_id, calls = self._record(dbg, scn)
+        rerun = self._rerun(dbg, scn, run_id)
+        assert scn.normalize(rerun.result(WAIT)) == dict(EXPECTED["tools"])
+        servable = [s for s in calls if s.kind in self.served_call_kinds]
+        assert rerun.calls is not None
+        assert (rerun.calls.served, rerun.calls.live) == (
+            len(servable),
+            len(calls) - len(servable),
+        )
+        assert rerun.calls.diverged == []
+        assert dbg.flush(WAIT) and rerun.run_id is not None
+        store = dbg.store
+        assert store is not None
+        again = [s for s in store.get_steps(rerun.run_id) if s.kind in ("llm", "tool")]
+        assert [(s.node, s.cached) for s in again] == [
+            (s.node, s.kind in self.served_call_kinds) for s in calls
+        ]
+        recorded = store.get_run(rerun.run_id)
+        assert (recorded.origin, recorded.forked_from) == ("rerun", run_id)
+
+    @requires(
+        Capability.CACHED_CALLS,
+        Capability.TOOL_CALLS,
+        Capability.LLM_CALLS,
+        Capability.STATE_EDITING,
+    )
+    def test_a_change_runs_the_first_differing_call_and_the_rest_of_its_unit_live(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("tools")
+        run_id, calls = self._record(dbg, scn)
+        dbg.break_before("agent", kind=self.unit_kind)
+        rerun = self._rerun(dbg, scn, run_id)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "agent", "before")
+        dbg.set("q", "trains")  # what the model is asked changes
+        dbg.clear()
+        dbg.resume()
+        result = scn.normalize(rerun.result(WAIT))
+        assert result["found"] == "results for trains"
+        assert rerun.calls is not None
+        assert (rerun.calls.served, rerun.calls.live) == (0, len(calls))
+        (first,) = rerun.calls.diverged
+        assert (first.kind, first.reason, first.recorded_step) == ("llm", "input", calls[0].step)
+
+    @requires(Capability.CACHED_CALLS, Capability.TOOL_CALLS, Capability.LLM_CALLS)
+    def test_cached_calls_names_the_kinds_served(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("tools")
+        run_id, calls = self._record(dbg, scn)
+        rerun = self._rerun(dbg, scn, run_id, "tool")
+        assert scn.normalize(rerun.result(WAIT)) == dict(EXPECTED["tools"])
+        served = [s for s in calls if s.kind == "tool" and "tool" in self.served_call_kinds]
+        assert rerun.calls is not None
+        assert (rerun.calls.served, rerun.calls.live) == (len(served), len(calls) - len(served))

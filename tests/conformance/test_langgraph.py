@@ -28,6 +28,7 @@ from flowdbg.testing import (
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -205,6 +206,9 @@ class LangGraphFixtures(AdapterFixtures):
     def reply_text(self, output: Any) -> Any:
         return getattr(output, "content", output)
 
+    # the tools scenario's node calls its tools itself: seen through callbacks, they run live
+    served_call_kinds = frozenset({"llm"})
+
 
 class TestLangGraphBreakpoints(LangGraphFixtures, AbstractBreakpointTests):
     pass
@@ -275,6 +279,10 @@ class TestLangGraphRecording(LangGraphFixtures, AbstractRecordingTests):
 
 
 class TestLangGraphFork(LangGraphFixtures, AbstractForkTests):
+    pass
+
+
+class TestLangGraphRerun(LangGraphFixtures, AbstractRerunTests):
     pass
 
 

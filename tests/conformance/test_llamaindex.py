@@ -33,6 +33,7 @@ from flowdbg.testing import (
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -427,6 +428,10 @@ class TestLlamaIndexRecording(LlamaIndexFixtures, AbstractRecordingTests):
 
 
 class TestLlamaIndexFork(LlamaIndexFixtures, AbstractForkTests):
+    pass
+
+
+class TestLlamaIndexRerun(LlamaIndexFixtures, AbstractRerunTests):
     pass
 
 

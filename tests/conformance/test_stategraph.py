@@ -18,6 +18,7 @@ from flowdbg.testing import (
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -267,6 +268,10 @@ class TestStateGraphRecording(StateGraphFixtures, AbstractRecordingTests):
 
 
 class TestStateGraphFork(StateGraphFixtures, AbstractForkTests):
+    pass
+
+
+class TestStateGraphRerun(StateGraphFixtures, AbstractRerunTests):
     pass
 
 

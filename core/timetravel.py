@@ -86,7 +86,21 @@ def _next_nodes(step: StepRecord) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(d for d in decision if d not in END_NAMES))
 
 
-def _problem(run: RunRecord, steps: Sequence[StepRecord], index: int) -> str | None:
+def _supersteps(run: RunRecord, steps: Sequence[StepRecord]) -> dict[int, list[StepRecord]]:
+    """The run's own units by superstep (one pass: a run may have thousands of steps)."""
+    groups: dict[int, list[StepRecord]] = {}
+    for s in steps:
+        if s.superstep is not None and _top_level(run, s):
+            groups.setdefault(s.superstep, []).append(s)
+    return groups
+
+
+def _problem(
+    run: RunRecord,
+    steps: Sequence[StepRecord],
+    index: int,
+    groups: dict[int, list[StepRecord]] | None = None,
+) -> str | None:
     """Why the run cannot be forked after ``steps[index]``, or ``None`` when it can."""
     step = steps[index]
     if not _top_level(run, step):
@@ -103,7 +117,9 @@ def _problem(run: RunRecord, steps: Sequence[StepRecord], index: int) -> str | N
             "serialized and were stored as a repr), so its state cannot be rebuilt"
         )
     if step.superstep is not None:
-        group = [s for s in steps if _top_level(run, s) and s.superstep == step.superstep]
+        if groups is None:
+            groups = _supersteps(run, steps)
+        group = groups.get(step.superstep, [])
         branches = {s.branch for s in group}
         if len(branches) > 1:
             names = ", ".join(f"{s.step} ({s.node})" for s in group)
@@ -127,11 +143,25 @@ def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
 
     :param steps: the run's steps (values are not needed).
     """
-    return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i) is None]
+    groups = _supersteps(run, steps)
+    return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i, groups) is None]
 
 
 def _listing(numbers: Sequence[int]) -> str:
-    return ", ".join(str(n) for n in numbers)
+    """``0, 1, 2, 3, 5`` as ``0..3, 5``: three consecutive steps or more as a range."""
+    parts: list[str] = []
+    start = prev = None
+    for n in [*numbers, None]:
+        if start is not None and (n is None or n != prev + 1):  # type: ignore[operator]
+            if prev - start >= 2:  # type: ignore[operator]
+                parts.append(f"{start}..{prev}")
+            else:
+                parts.extend(str(k) for k in range(start, prev + 1))  # type: ignore[operator]
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(parts)
 
 
 def plan_fork(
@@ -160,7 +190,6 @@ def plan_fork(
     steps = store.get_steps(run.run_id, values=False)
     if isinstance(step, bool) or not isinstance(step, int):
         raise ForkError(f"step must be a step number, not {step!r}")
-    forkable = forkable_steps(run, steps)
     if step == 0:
         state, next_nodes, node, superstep = run.input, None, None, None
     else:
@@ -169,13 +198,13 @@ def plan_fork(
             last = steps[-1].step if steps else 0
             raise ForkError(
                 f"run {short} has no step {step} (its steps are 1..{last}); it can be forked "
-                f"after steps {_listing(forkable)}"
+                f"after steps {_listing(forkable_steps(run, steps))}"
             )
         problem = _problem(run, steps, found[0])
         if problem is not None:
             raise ForkError(
                 f"cannot fork run {short} after step {step}: {problem}; it can be forked after "
-                f"steps {_listing(forkable)}"
+                f"steps {_listing(forkable_steps(run, steps))}"
             )
         chosen = steps[found[0]]
         state = store.get_state(run.run_id, step)

@@ -82,7 +82,7 @@ def test_fork_refusals_are_one_line(run_cli: Cli) -> None:
     short = original["short_id"]
     assert run_cli.error("runs", "fork", short, "--step", "9") == (
         f"error: run {short} has no step 9 (its steps are 1..3); it can be forked after steps "
-        "0, 1, 2, 3"
+        "0..3"
     )
     assert "--set takes PATH=VALUE" in run_cli.error(
         "runs", "fork", short, "--step", "1", "--set", "x"

@@ -81,8 +81,7 @@ def test_fork_refusals_are_one_line(run_cli: Cli) -> None:
     original = recorded(run_cli, "graphs.py:app", '{"x": 1}')
     short = original["short_id"]
     assert run_cli.error("runs", "fork", short, "--step", "9") == (
-        f"error: run {short} has no step 9 (its steps are 1..3); it can be forked after steps "
-        "0..3"
+        f"error: run {short} has no step 9 (its steps are 1..3); it can be forked after steps 0..3"
     )
     assert "--set takes PATH=VALUE" in run_cli.error(
         "runs", "fork", short, "--step", "1", "--set", "x"

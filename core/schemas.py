@@ -276,6 +276,10 @@ class CallsServed(_Shape):
     )
     served: Count = Field(description="calls given their recorded output without running")
     live: Count = Field(description="calls that ran")
+    saved_seconds: Seconds = Field(description="what the served calls took in the recorded run")
+    saved_tokens: Count = Field(
+        description="the tokens the served replies report (their usage's total_tokens)"
+    )
     diverged: list[LiveCall] = Field(description="per branch, the first call that differed")
 
 

@@ -329,6 +329,10 @@ class RecordedCalls:
         #: how many calls were served from the record, and how many ran live
         self.served = 0
         self.live = 0
+        #: what the served calls took in the recorded run: seconds, and the tokens their
+        #: replies report (``usage_metadata.total_tokens``, ``usage.total_tokens``)
+        self.saved_seconds = 0.0
+        self.saved_tokens = 0
         #: the first call of each branch that ran live where the record had one, in order
         self.diverged: list[LiveCall] = []
 
@@ -366,8 +370,11 @@ class RecordedCalls:
             elif not _same(_plain(plain), recorded.input):
                 reason = "input"
             if reason is None and unit.kind in self.kinds and servable:
+                assert recorded is not None
                 self.served += 1
-                return True, copy.deepcopy(recorded.output)  # type: ignore[union-attr]
+                self.saved_seconds += recorded.duration or 0.0
+                self.saved_tokens += _tokens(recorded.output)
+                return True, copy.deepcopy(recorded.output)
             if reason is not None:
                 self._live.add(branch)
                 if recorded is not None or self._queues.get(branch) is not None:
@@ -395,6 +402,19 @@ class RecordedCalls:
                         )
             self.live += 1
             return False, None
+
+
+def _tokens(output: Any) -> int:
+    """The total tokens a recorded model reply reports, or 0."""
+    if not isinstance(output, dict):
+        return 0
+    for key in ("usage_metadata", "usage"):
+        usage = output.get(key)
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens")
+            if isinstance(total, int) and not isinstance(total, bool):
+                return total
+    return 0
 
 
 #: what a call's input may differ in and still be served: a provider's bookkeeping on the

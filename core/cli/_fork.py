@@ -262,6 +262,8 @@ def runs_rerun(
                         "until_divergence": until_divergence,
                         "served": calls.served,
                         "live": calls.live,
+                        "saved_seconds": calls.saved_seconds,
+                        "saved_tokens": calls.saved_tokens,
                         "diverged": [jsonable(d.to_dict()) for d in calls.diverged],
                     },
                 },
@@ -288,7 +290,13 @@ def runs_rerun(
             )
             if handles and handles[0].calls is not None:
                 calls = handles[0].calls
-                out.line(f"calls served from the record: {calls.served}, run live: {calls.live}")
+                saved = f"; saved {calls.saved_seconds:.2f} s of calls"
+                if calls.saved_tokens:
+                    saved += f" and {calls.saved_tokens:,} tokens"
+                out.line(
+                    f"calls served from the record: {calls.served}, run live: {calls.live}"
+                    + (saved if calls.served else "")
+                )
                 for live in calls.diverged:
                     where = "/".join(live.branch) or "the run"
                     out.line(

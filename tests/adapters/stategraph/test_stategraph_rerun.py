@@ -171,3 +171,29 @@ def test_until_divergence_ends_the_rerun_at_the_first_differing_call(
     assert dbg.flush(T) and dbg.store is not None and rerun.run_id is not None
     assert dbg.store.get_run(rerun.run_id).status == "terminated"
     assert rerun.calls is not None and len(rerun.calls.diverged) == 1
+
+
+def test_a_rerun_counts_the_time_and_tokens_the_served_calls_took(
+    dbg: flowdbg.Debugger,
+) -> None:
+    replies = iter(range(100))
+
+    def model(messages: list[dict[str, str]]) -> dict[str, Any]:
+        return {"content": f"reply {next(replies)}", "usage": {"total_tokens": 120}}
+
+    chat = Model(model, name="chat")
+    g = StateGraph(name="usage")
+    g.add_node("ask", lambda s: {"a": chat(messages=[{"role": "user", "content": "1"}])})
+    g.add_node("again", lambda s: {"b": chat(messages=[{"role": "user", "content": "2"}])})
+    g.set_entry_point("ask")
+    g.add_edge("ask", "again")
+    g.add_edge("again", END)
+    app = g.compile()
+    run_id, original = record(dbg, app)
+    assert dbg.store is not None
+    took = sum(s.duration or 0.0 for s in dbg.store.get_steps(run_id, kind="llm"))
+    rerun = dbg.rerun(run_id, target=app)
+    assert rerun.result(timeout=T) == original  # the recorded replies, not new ones
+    assert rerun.calls is not None
+    assert rerun.calls.saved_tokens == 240
+    assert rerun.calls.saved_seconds == pytest.approx(took)

@@ -87,8 +87,7 @@ def agent(calls: int, latency: float, counts: list[int]) -> Any:
     def work(state: dict[str, Any]) -> dict[str, Any]:
         history = list(state["history"])
         for turn in range(calls // 2):
-            # a copy: the record keeps the list it was given, which this loop goes on changing
-            history.append({"role": "assistant", "content": chat(messages=list(history))})
+            history.append({"role": "assistant", "content": chat(messages=history)})
             history.append({"role": "tool", "content": tool(query=f"q{turn}")})
         return {"history": history}
 

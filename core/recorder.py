@@ -106,6 +106,12 @@ def run_record(info: RunInfo) -> RunRecord:
     )
 
 
+#: the kinds of the units whose input the recorder takes as it was at the call
+_CALL_KINDS = frozenset({"llm", "tool"})
+#: stands for "no input taken at the call: encode the unit's own"
+_LIVE: Any = object()
+
+
 class Recorder:
     """Queues runs and units and writes them to ``store`` from a writer thread.
 
@@ -174,6 +180,17 @@ class Recorder:
                         self.max_queue,
                     )
                 return
+        if unit.kind in _CALL_KINDS:
+            # A model or tool call's input is often a list its node goes on changing once the
+            # call returned (a message history it appends to): the writer, reading it later,
+            # would record the changed list. Take it as it was now; calls are few and slow
+            # next to this. (A value that cannot be encoded is left to the writer, which
+            # records its repr and flags the step partial.)
+            from flowdbg.store._encode import encode_value
+
+            plain, partial = encode_value(unit.record_value("input"), redact=None)
+            self._put("call", (unit, _LIVE if partial else plain))
+            return
         self._put("step", unit)
 
     def _wait_for_room(self) -> None:
@@ -253,6 +270,12 @@ class Recorder:
             try:
                 if kind == "step":
                     steps.append(step_record(item))
+                elif kind == "call":
+                    unit, taken_input = item
+                    record = step_record(unit)
+                    if taken_input is not _LIVE:
+                        record.input = taken_input
+                    steps.append(record)
                 elif kind == "run":
                     runs.append(run_record(item))
                 else:

@@ -314,11 +314,11 @@ class RecordedCalls:
         import collections
         import threading
 
-        from flowdbg.store._encode import DEFAULT_REDACT, Encoder
+        from flowdbg.store._encode import DEFAULT_REDACT, compile_redact
 
         self.kinds = kinds
         self.until_divergence = until_divergence
-        self._encoder = Encoder(DEFAULT_REDACT if redact is None else redact)
+        self._redact = compile_redact(DEFAULT_REDACT if redact is None else redact)
         self._lock = threading.Lock()
         self._queues: dict[tuple[str, ...], collections.deque[StepRecord]] = {}
         for step in sorted(steps, key=lambda s: (s.started_at, s.step)):
@@ -349,12 +349,16 @@ class RecordedCalls:
         :param servable: ``False`` for a call the adapter cannot give a result (it only
             observes it): its position is taken and compared, but it runs live.
         """
+        from flowdbg.store._encode import Encoder
+
         branch = tuple(unit.run.path)
         with self._lock:
             if id(unit) in self._asked:
                 return False, None
             self._asked.add(id(unit))
-            plain, partial = self._encoder.encode(input)
+            # a new encoder each time: one remembers the lists it encoded by identity, and a
+            # node may pass the same list, grown since, to its next call
+            plain, partial = Encoder(self._redact).encode(input)
             if branch in self._live:
                 self.live += 1
                 return False, None

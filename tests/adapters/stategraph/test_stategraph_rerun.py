@@ -197,3 +197,29 @@ def test_a_rerun_counts_the_time_and_tokens_the_served_calls_took(
     assert rerun.calls is not None
     assert rerun.calls.saved_tokens == 240
     assert rerun.calls.saved_seconds == pytest.approx(took)
+
+
+def test_a_call_input_the_node_changes_afterwards_is_recorded_as_it_was(
+    dbg: flowdbg.Debugger,
+) -> None:
+    counts = Counting()
+    chat = Model(counts.model, name="chat")
+
+    def converse(state: dict[str, Any]) -> dict[str, Any]:
+        history = [{"role": "user", "content": state["q"]}]
+        for _ in range(3):  # the same list, appended to after each call
+            history.append({"role": "assistant", "content": chat(messages=history)})
+        return {"history": history}
+
+    g = StateGraph(name="converse")
+    g.add_node("converse", converse)
+    g.set_entry_point("converse")
+    g.add_edge("converse", END)
+    app = g.compile()
+    run_id, original = record(dbg, app)
+    assert dbg.store is not None
+    lengths = [len(s.input["messages"]) for s in dbg.store.get_steps(run_id, kind="llm")]
+    assert lengths == [1, 2, 3]
+    rerun = dbg.rerun(run_id, target=app)
+    assert rerun.result(timeout=T) == original
+    assert counts.llm == 3  # the rerun asked nothing

@@ -108,8 +108,22 @@ def run_record(info: RunInfo) -> RunRecord:
 
 #: the kinds of the units whose input the recorder takes as it was at the call
 _CALL_KINDS = frozenset({"llm", "tool"})
-#: stands for "no input taken at the call: encode the unit's own"
-_LIVE: Any = object()
+#: how deep :func:`_containers` copies (a deeper value is kept as it is)
+_COPY_DEPTH = 32
+
+
+def _containers(value: Any, depth: int) -> Any:
+    """``value`` with its dicts, lists and tuples copied (their items in turn), the rest kept."""
+    if depth > _COPY_DEPTH:
+        return value
+    kind = type(value)
+    if kind is dict:
+        return {key: _containers(item, depth + 1) for key, item in value.items()}
+    if kind is list:
+        return [_containers(item, depth + 1) for item in value]
+    if kind is tuple:
+        return tuple(_containers(item, depth + 1) for item in value)
+    return value
 
 
 class Recorder:
@@ -183,13 +197,10 @@ class Recorder:
         if unit.kind in _CALL_KINDS:
             # A model or tool call's input is often a list its node goes on changing once the
             # call returned (a message history it appends to): the writer, reading it later,
-            # would record the changed list. Take it as it was now; calls are few and slow
-            # next to this. (A value that cannot be encoded is left to the writer, which
-            # records its repr and flags the step partial.)
-            from flowdbg.store._encode import encode_value
-
-            plain, partial = encode_value(unit.record_value("input"), redact=None)
-            self._put("call", (unit, _LIVE if partial else plain))
+            # would record the changed list. Keep its containers as they are now (a copy of
+            # the dicts and lists only: the values in them, such as message objects, are not
+            # copied, which costs little next to a call).
+            self._put("call", (unit, _containers(unit.record_value("input"), 0)))
             return
         self._put("step", unit)
 
@@ -273,8 +284,7 @@ class Recorder:
                 elif kind == "call":
                     unit, taken_input = item
                     record = step_record(unit)
-                    if taken_input is not _LIVE:
-                        record.input = taken_input
+                    record.input = taken_input
                     steps.append(record)
                 elif kind == "run":
                     runs.append(run_record(item))

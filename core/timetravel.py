@@ -105,9 +105,10 @@ def _problem(
     step = steps[index]
     if not _top_level(run, step):
         where = "/".join((*step.path, step.node))
+        what = {"llm": "model call", "tool": "tool call"}.get(step.kind, f"{step.kind} unit")
         return (
-            f"step {step.step} is a {step.kind} call inside a node ({where}); a fork starts "
-            "between the run's own nodes"
+            f"step {step.step} is a {what} inside a node ({where}); a fork starts between "
+            "the run's own nodes"
         )
     if step.status != "completed":
         return f"step {step.step} ({step.node}) did not complete (it is {step.status})"

@@ -131,3 +131,55 @@ def test_cached_calls_llm_runs_the_tools(rec: flowdbg.Debugger) -> None:
     again = rec.rerun(run_id, cached_calls="llm", target=app)
     assert contents(again.result(timeout=T))[-1] == "booked"
     assert (counts.model, counts.tools) == (2, 2)
+
+
+def test_an_async_agent_reruns_and_forks_under_its_event_loop(rec: flowdbg.Debugger) -> None:
+    counts = Counts()
+
+    def script() -> Iterator[AIMessage]:
+        # new message objects each time: LangChain sets the id of the one it returns, and a
+        # message met again (itertools.cycle) would replace its first use in the history
+        yield AIMessage("", tool_calls=[{"name": "search", "args": {"to": "Lisbon"}, "id": "c1"}])
+        while True:
+            yield AIMessage("booked")
+
+    replies = script()
+
+    class Counting(GenericFakeChatModel):
+        async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
+            counts.model += 1
+            return await super()._agenerate(*args, **kwargs)
+
+    model = Counting(messages=replies)
+
+    @tool
+    async def search(to: str) -> str:
+        """Find flights."""
+        counts.tools += 1
+        return f"flights to {to}"
+
+    async def agent(state: MessagesState) -> dict[str, Any]:  # async only: run with ainvoke
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([search]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    app = g.compile(name="async_agent")
+    rec.attach(app)
+    handle = rec.start(app.ainvoke, QUESTION)
+    assert contents(handle.result(timeout=T))[-1] == "booked"
+    assert rec.flush(T) and handle.run_id is not None
+    assert (counts.model, counts.tools) == (2, 1)
+    again = rec.rerun(handle.run_id, target=app)
+    assert contents(again.result(timeout=T))[-1] == "booked"
+    assert (counts.model, counts.tools) == (2, 1)
+    assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)
+    assert get_llm_cache() is None
+    with pytest.raises(flowdbg.ForkError, match=r"step 2 is a model call inside a node"):
+        rec.fork(handle.run_id, 2, target=app)
+    fork = rec.fork(handle.run_id, 3, target=app)  # after the tools node: the agent answers
+    assert contents(fork.result(timeout=T))[-1] == "booked"
+    assert counts.model == 3

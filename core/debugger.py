@@ -869,12 +869,15 @@ class Debugger:
         target: Any = None,
     ) -> RunHandle:
         """Start a new run of the *current* code of a recorded run's target from the state
-        the record holds after ``step``, with the nodes that came next, in a worker thread.
+        the record holds after ``step``, in a worker thread.
 
-        The run goes on under this debugger like any run (breakpoints, stepping, recording);
-        the record names the run it came from and the step (``origin`` ``"fork"``,
-        ``forked_from``, ``fork_step``), which ``flowdbg runs show`` and ``runs ls --tree``
-        show.
+        What runs first is what the current code routes to from the step's node given that
+        state (edited: an edit of a routing key changes the route), or, for a node that chose
+        its successor itself (a ``Command(goto=...)``, a ``Goto``), the nodes the record says
+        came next. The run goes on under this debugger like any run (breakpoints, stepping,
+        recording); the record names the run it came from and the step (``origin``
+        ``"fork"``, ``forked_from``, ``fork_step``), which ``flowdbg runs show`` and ``runs ls
+        --tree`` show.
 
         :param run_id: the recorded run (an id or a unique prefix) in :attr:`store`.
         :param step: the step to start after; ``0`` starts from the run's input. A step

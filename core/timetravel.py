@@ -1,10 +1,16 @@
-"""Time travel: forks of recorded runs.
+"""Time travel: forks and reruns of recorded runs, and their timeline.
 
 A fork starts a new run of the *current* code of a run's target from the state the record
-holds after one of its steps, with the nodes that came next, under the debugger like any run
+holds after one of its steps, under the debugger like any run
 (:meth:`flowdbg.Debugger.fork`, ``flowdbg runs fork``). The core reads the record and decides
 where a run can be forked (:func:`plan_fork`); the target's adapter starts its framework there
 (:meth:`flowdbg.Adapter.fork`, capability :attr:`flowdbg.Capability.FORK`).
+
+A rerun runs a recorded run again from its input with the current code, its model and tool
+calls served from the record while they match it (:class:`RecordedCalls`,
+:meth:`flowdbg.Debugger.rerun`, ``flowdbg runs rerun``; adapters ask
+:meth:`flowdbg.Unit.recorded`, capability :attr:`flowdbg.Capability.CACHED_CALLS`).
+:func:`timeline` gives a run with the runs made from it (``flowdbg runs timeline``).
 """
 
 from __future__ import annotations
@@ -58,8 +64,10 @@ class ForkPoint:
     step: int
     #: the state to start from, with the edits applied (for step 0: the run's input)
     state: Any
-    #: the nodes to run first, in the order the record has them; ``None`` for step 0 (the
-    #: graph's own entry); ``()`` when the run ended after the step
+    #: the nodes the record says came next (the step's decision), in its order: what runs
+    #: first when the current graph has no route of its own from :attr:`node` (a node that
+    #: chose its successor itself); ``None`` for step 0 (the graph's own entry); ``()`` when
+    #: the run ended after the step
     next: tuple[str, ...] | None
     #: the node of the step (``None`` for step 0)
     node: str | None = None

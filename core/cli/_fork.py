@@ -93,8 +93,10 @@ def runs_fork(
     as_json: bool,
 ) -> None:
     """Fork RUN after step N: run the current code of its target from the state recorded
-    after that step, with the nodes that came next, under the terminal debugger (as flowdbg
-    run does). The new run is recorded with where it came from (runs show, runs ls --tree).
+    after that step, under the terminal debugger (as flowdbg run does). What runs first is
+    where the current code routes from the step's node given that state (so --set of a
+    routing key changes the route), else the nodes the record says came next. The new run is
+    recorded with where it came from (runs show, runs ls --tree, runs timeline).
 
     The target is the one RUN recorded (flowdbg run records it as given) unless --target
     names another. With --json the fork runs to its end without stopping and prints the new

@@ -940,12 +940,13 @@ def runs_timeline(run_id: str, db: str | None, as_json: bool) -> None:
 
 def _timeline_lines(entry: Any, level: int) -> list[str]:
     run = entry.run
-    steps = "-" if run.step_count is None else str(run.step_count)
+    count = run.step_count
+    steps = "- steps" if count is None else f"{count} step{'' if count == 1 else 's'}"
     what = made_from(run)
     head = f"{what.split(' of ')[0]} {short_id(run.run_id)}" if what else short_id(run.run_id)
     if run.origin == "fork" and run.fork_step is not None:
         head += f" after step {run.fork_step}" if run.fork_step else " from the input"
-    line = f"{head}  {run.name} ({run.framework}) {run.status}, {steps} steps"
+    line = f"{head}  {run.name} ({run.framework}) {run.status}, {steps}"
     if entry.cached:
         line += f", {entry.cached} served from the record"
     if run.origin == "rerun":

@@ -432,6 +432,8 @@ def debug_session(
     options: RunOptions | None = None,
     saved: SavedBreakpoints | None = None,
     output: str | None = None,
+    ref: str | None = None,
+    start: Callable[[], RunHandle] | None = None,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
@@ -443,6 +445,8 @@ def debug_session(
     :param saved: where the target's breakpoints are kept between sessions: they are restored
         before the run and saved after it.
     :param output: a file to write the whole result to, as JSON.
+    :param ref: the target as given (``app.py:graph``), recorded with the run.
+    :param start: starts the run instead of the adapter's ``invoke`` with ``value`` (a fork).
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
     :returns: the exit code: 0 when the run completed, 1 when it failed or was terminated.
@@ -453,7 +457,7 @@ def debug_session(
     adapter = dbg.adapter_for(target)
     adapter.check_run(target, options)
     description = _describe(dbg, target)
-    dbg.attach(target)
+    dbg.attach(target, ref=ref)
     _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
@@ -468,7 +472,7 @@ def debug_session(
         f"running {name!r} ({count} node{'s' if count != 1 else ''})"
         + ("" if stopping else "; no breakpoints, so it runs to the end (see -b, --stop-on-entry)")
     )
-    handle = dbg.start(run, target, value, options)
+    handle = dbg.start(run, target, value, options) if start is None else start()
     try:
         outcome = session.run()
     except KeyboardInterrupt:  # outside the prompt and the waits, which handle it themselves
@@ -842,6 +846,7 @@ def run_command(
             options=options,
             saved=saved,
             output=output,
+            ref=target,
         )
     finally:
         dbg.close()
@@ -948,6 +953,7 @@ def demo_command(ctx: click.Context, interactive: bool, framework: str, db: str 
             stop_on_entry=True,
             source=source,
             db=db,
+            ref=demo.target,
         )
     finally:
         dbg.close()
@@ -1047,7 +1053,11 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     """
     from flowdbg import __version__
 
+    from ._fork import runs_fork, runs_rerun
     from ._runs import runs_group
+
+    runs_group.add_command(runs_fork)
+    runs_group.add_command(runs_rerun)
 
     @click.group(cls=FlowdbgGroup, plugins=plugins, context_settings=_CONTEXT, name="flowdbg")
     @click.version_option(__version__, "-V", "--version", prog_name="flowdbg")

@@ -45,6 +45,7 @@ from flowdbg.testing._fixtures import (
     Placement,
     Scenario,
 )
+from flowdbg.testing._fork import AbstractForkTests, AbstractRerunTests
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -66,12 +67,14 @@ __all__ = [
     "AbstractBreakpointTests",
     "AbstractConditionTests",
     "AbstractExceptionTests",
+    "AbstractForkTests",
     "AbstractHandoffTests",
     "AbstractLogpointTests",
     "AbstractObserverTests",
     "AbstractParallelTests",
     "AbstractPauseTests",
     "AbstractRecordingTests",
+    "AbstractRerunTests",
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
@@ -111,4 +114,6 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractToolTests,
     AbstractHandoffTests,
     AbstractRecordingTests,
+    AbstractForkTests,
+    AbstractRerunTests,
 )

@@ -202,6 +202,10 @@ class AdapterFixtures(abc.ABC):
     #: built, each with the reason, which they are skipped with (a requirement no capability
     #: names, in the habit of SQLAlchemy's exclusions); keep it short and every reason precise
     excluded: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    #: the kinds of the tools scenario's calls that a rerun with recorded calls can serve
+    #: (capability ``cached_calls``): a call the adapter only observes (a LangGraph node
+    #: calling a tool itself) runs live in its place
+    served_call_kinds: ClassVar[frozenset[str]] = frozenset({"llm", "tool"})
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:

@@ -44,9 +44,10 @@ def require(*packages: str) -> None:
 
     missing = [name for name in packages or _PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
         raise ServerUnavailable(
-            f"the debug server needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
-            "not installed; install them with: pip install 'flowdbg[server]'"
+            f"the debug server needs {', '.join(missing)}, which {verb} not installed; "
+            "install them with: pip install 'flowdbg[server]'"
         )
 
 

@@ -300,7 +300,7 @@ def make_app(
         token=token,
         hosts=hosts,
         max_body=max_body,
-        rate=None if rate is None else RateLimit(rate, int(rate * 2)),
+        rate=None if rate is None else RateLimit(rate, max(1, int(rate * 2))),
     )
     return guard
 

@@ -778,6 +778,12 @@ class RunCommand(click.Command):
     is_flag=True,
     help="start without the breakpoints saved by the last session of TARGET, and keep them",
 )
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="also serve the session to other processes (the debug server on a free loopback "
+    "port; its URL with the token is printed; needs the server extra)",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record the run to the database")
 @click.pass_context
@@ -795,6 +801,7 @@ def run_command(
     no_record: bool,
     output: str | None,
     no_saved_breakpoints: bool,
+    serve: bool,
     **adapter_values: Any,
 ) -> None:
     """Run TARGET under the terminal debugger.
@@ -830,19 +837,34 @@ def run_command(
         obj = load_target(target, dbg)
         _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
         options = RunOptions(config=config, resume=resume, extra=given)
-        code = debug_session(
-            dbg,
-            obj,
-            value,
-            out=out,
-            breaks=breaks,
-            break_on_exception=break_on_exception,
-            stop_on_entry=stop_on_entry,
-            db=db,
-            options=options,
-            saved=saved,
-            output=output,
-        )
+        server = None
+        if serve:
+            from ._serve import start_server
+
+            server = start_server(
+                dbg,
+                target=obj,
+                target_name=target,
+                host="127.0.0.1",
+                port=0,
+                token=os.environ.get("FLOWDBG_TOKEN") or None,
+            )
+        with contextlib.ExitStack() as stack:
+            if server is not None:
+                stack.callback(server.close)
+            code = debug_session(
+                dbg,
+                obj,
+                value,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                options=options,
+                saved=saved,
+                output=output,
+            )
     finally:
         dbg.close()
     ctx.exit(code)
@@ -1048,6 +1070,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     from flowdbg import __version__
 
     from ._runs import runs_group
+    from ._serve import serve_command
 
     @click.group(cls=FlowdbgGroup, plugins=plugins, context_settings=_CONTEXT, name="flowdbg")
     @click.version_option(__version__, "-V", "--version", prog_name="flowdbg")
@@ -1060,6 +1083,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
 
     for command in (
         run_command,
+        serve_command,
         runs_group,
         graph_group,
         adapters_command,

@@ -1070,7 +1070,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     from flowdbg import __version__
 
     from ._runs import runs_group
-    from ._serve import serve_command
+    from ._serve import mcp_command, serve_command
 
     @click.group(cls=FlowdbgGroup, plugins=plugins, context_settings=_CONTEXT, name="flowdbg")
     @click.version_option(__version__, "-V", "--version", prog_name="flowdbg")
@@ -1084,6 +1084,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     for command in (
         run_command,
         serve_command,
+        mcp_command,
         runs_group,
         graph_group,
         adapters_command,

@@ -10,7 +10,7 @@ import click
 
 from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, db_option
 
-__all__ = ["serve_command", "server_options", "start_server"]
+__all__ = ["mcp_command", "serve_command", "server_options", "start_server"]
 
 #: the environment variable a token may come from (so that it is not on a command line)
 TOKEN_ENV = "FLOWDBG_TOKEN"
@@ -139,3 +139,40 @@ def _wait_for_interrupt() -> None:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     click.echo("stopped serving")
+
+
+@click.command("mcp", context_settings=_CONTEXT)
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="the program the agent debugs (path/to/file.py:obj); without it, recorded runs only",
+)
+@db_option
+@click.option("--no-record", is_flag=True, help="do not record runs to the database")
+@click.pass_context
+def mcp_command(ctx: click.Context, target: str | None, db: str | None, no_record: bool) -> None:
+    """An MCP server on stdio: lets a coding agent debug TARGET.
+
+    The agent sets breakpoints, starts runs, waits for stops, reads and edits state, steps,
+    resumes, and reads recorded runs, with the tools this server lists. Configure it in an MCP
+    client as {"command": "flowdbg", "args": ["mcp", "--target", "app.py:graph"]}. Needs
+    pip install 'flowdbg[server]'. See docs/mcp.md.
+    """
+    from flowdbg.server import require
+
+    from ._target import load_target
+
+    try:
+        require("mcp")
+    except Exception as exc:
+        raise CliError(str(exc)) from exc
+    from flowdbg.server._mcp import make_mcp_server
+    from flowdbg.server._service import Service
+
+    dbg = _make_debugger(ctx, stop_on_entry=False, no_record=no_record, db=db)
+    try:
+        obj = None if target is None else load_target(target, dbg)
+        service = Service(dbg, obj, target_name=target)
+        make_mcp_server(service).run("stdio")
+    finally:
+        dbg.close()

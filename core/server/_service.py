@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from flowdbg.adapter import Adapter
     from flowdbg.breakpoints import Breakpoint
     from flowdbg.debugger import Debugger, RunHandle
+    from flowdbg.stops import Stop
     from flowdbg.store import Store
 
 __all__ = ["BreakpointNotFound", "NoRecording", "NoTarget", "Service"]
@@ -271,7 +272,11 @@ class Service:
         ended = not self.dbg.active_runs and not any(not h.done() for h in self.launches)
         return p.WaitResult(stop=None, outcome="ended" if ended else "timeout")
 
-    def _stop_of(self, stop_id: str) -> Any:
+    def open_stop(self, stop_id: str) -> Stop:
+        """The open stop ``stop_id``.
+
+        :raises StopNotFound: when it is not open (saying so when it has resumed).
+        """
         for stop in self.dbg.stops:
             if stop.id == stop_id:
                 return stop
@@ -290,35 +295,35 @@ class Service:
 
     def stop(self, stop_id: str) -> schemas.Stop:
         """One open stop with its values."""
-        return _stop(self._stop_of(stop_id))
+        return _stop(self.open_stop(stop_id))
 
     def inspect(self, stop_id: str, path: str) -> p.ValueResult:
         """Read ``path`` at a stop (its default view unless ``view:`` names another)."""
-        self._stop_of(stop_id)
+        self.open_stop(stop_id)
         value = self.dbg.inspect(path, stop=stop_id)
         return p.ValueResult(stop=stop_id, path=path, value=jsonable(value), keys=_keys(value))
 
     def set(self, stop_id: str, path: str, value: Any) -> schemas.Stop:
         """Set ``path`` of the stop's editable view to a plain JSON ``value``."""
-        self._stop_of(stop_id)
+        self.open_stop(stop_id)
         self.dbg.set(path, value, stop=stop_id)
         return self.stop(stop_id)
 
     def delete(self, stop_id: str, path: str) -> schemas.Stop:
         """Delete ``path`` of the stop's editable view."""
-        self._stop_of(stop_id)
+        self.open_stop(stop_id)
         self.dbg.delete(path, stop=stop_id)
         return self.stop(stop_id)
 
     def evaluate(self, stop_id: str, expression: str) -> p.EvaluateResult:
         """Evaluate a sandboxed expression at a stop."""
-        self._stop_of(stop_id)
+        self.open_stop(stop_id)
         value = self.dbg.evaluate(expression, stop=stop_id)
         return p.EvaluateResult(stop=stop_id, expression=expression, value=jsonable(value))
 
     def diff(self, stop_id: str) -> p.Diff:
         """What the unit changed in the state (after and error stops)."""
-        self._stop_of(stop_id)
+        self.open_stop(stop_id)
         changes = [
             schemas.StateChange(path=c.path, kind=c.kind, old=jsonable(c.old), new=jsonable(c.new))
             for c in self.dbg.diff(stop=stop_id).changes()

@@ -72,7 +72,7 @@ def test_serve_prints_the_url_with_its_token_and_serves_the_target(tmp_path: Pat
 
 def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
     proc = _serve(tmp_path, "examples/quickstart.py:build_graph()", "--host", "0.0.0.0")
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "refusing to listen on '0.0.0.0' without a token" in err
 

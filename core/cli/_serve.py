@@ -41,7 +41,14 @@ def server_options(fn: Any) -> Any:
 
 
 def start_server(
-    dbg: Any, *, target: Any, target_name: str, host: str, port: int, token: str | None
+    dbg: Any,
+    *,
+    target: Any,
+    target_name: str,
+    host: str,
+    port: int,
+    token: str | None,
+    **options: Any,
 ) -> Any:
     """Start the debug server for ``dbg`` and print its URL (with the token).
 
@@ -51,7 +58,7 @@ def start_server(
 
     try:
         server = dbg.serve(
-            host=host, port=port, token=token, target=target, target_name=target_name
+            host=host, port=port, token=token, target=target, target_name=target_name, **options
         )
     except ServerError as exc:
         raise CliError(str(exc)) from exc
@@ -72,6 +79,22 @@ def start_server(
     help="break before NODE (a glob), or after it with NODE:after; repeatable",
 )
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
+@click.option(
+    "--on-disconnect",
+    type=click.Choice(["resume", "keep"]),
+    default="resume",
+    show_default=True,
+    help="when the last event-stream client goes while runs are held: resume them after "
+    "--grace seconds, or keep them held",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="how long held runs wait for a client to come back",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record runs to the database")
 @click.pass_context
@@ -83,6 +106,8 @@ def serve_command(
     token: str | None,
     breaks: tuple[str, ...],
     stop_on_entry: bool,
+    on_disconnect: str,
+    grace: float,
     db: str | None,
     no_record: bool,
 ) -> None:
@@ -112,7 +137,14 @@ def serve_command(
                 description = {}
             _set_breakpoints(dbg, breaks, description, Out())
         server = start_server(
-            dbg, target=obj, target_name=target, host=host, port=port, token=token
+            dbg,
+            target=obj,
+            target_name=target,
+            host=host,
+            port=port,
+            token=token,
+            on_disconnect=on_disconnect,
+            grace=grace,
         )
         try:
             _wait_for_interrupt()

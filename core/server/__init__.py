@@ -75,6 +75,10 @@ class DebugServer:
         reached through a name of its own.
     :param max_body: the largest request body accepted, in bytes.
     :param rate: requests a second (on average) before ``429``; ``None``: no limit.
+    :param on_disconnect: when the last event-stream (WebSocket) client disconnects while
+        branches are held: ``"resume"`` (the default) lets them go after ``grace`` seconds
+        unless a client reconnects (a ``released`` event says so), ``"keep"`` holds them.
+    :param grace: seconds to wait for a client to come back (60 by default).
     :raises ServerError: for a non-loopback ``host`` without an explicit ``token``.
     :raises ServerUnavailable: when the ``server`` extra is not installed.
     """
@@ -91,8 +95,14 @@ class DebugServer:
         allowed_hosts: tuple[str, ...] = (),
         max_body: int = 1 << 20,
         rate: float | None = 200.0,
+        on_disconnect: str = "resume",
+        grace: float = 60.0,
     ) -> None:
         require()
+        if on_disconnect not in ("resume", "keep"):
+            raise ServerError(f"on_disconnect must be 'resume' or 'keep', not {on_disconnect!r}")
+        if grace < 0:
+            raise ServerError(f"grace must be seconds (0 or more), not {grace!r}")
         if not is_loopback(host) and not token:
             raise ServerError(
                 f"refusing to listen on {host!r} without a token: anyone who can reach it "
@@ -107,6 +117,8 @@ class DebugServer:
         self.host = host
         self.token = token or secrets.token_urlsafe(32)
         self.service: Service = Service(dbg, target, target_name=target_name)
+        self.service.on_disconnect = on_disconnect
+        self.service.grace = grace
         self._hosts: set[str] = set()
         self._allowed = tuple(h.lower() for h in allowed_hosts)
         self._port = port

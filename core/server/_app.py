@@ -324,6 +324,7 @@ async def _stream(ws: WebSocket, service: Service, since: int | None) -> None:
     cursor = journal.last_seq if since is None or since < 0 else since
     hello = p.Hello(protocol=p.PROTOCOL_VERSION, last_seq=journal.last_seq)
     receiver = asyncio.ensure_future(_drain(ws))
+    service.client_connected()
     try:
         await ws.send_json(_frame(0, "hello", hello.model_dump()))
         while not receiver.done():
@@ -343,6 +344,7 @@ async def _stream(ws: WebSocket, service: Service, since: int | None) -> None:
     except (WebSocketDisconnect, RuntimeError):
         pass  # the client went away while we were sending
     finally:
+        service.client_disconnected()
         journal.unregister(loop, wake)
         receiver.cancel()
         with contextlib.suppress(BaseException):

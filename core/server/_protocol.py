@@ -317,6 +317,7 @@ EventType = Literal[
     "log",
     "step",
     "gap",
+    "released",
 ]
 
 
@@ -331,8 +332,9 @@ class EventMessage(_Response):
     ``framework``, ``status``, ``parent_run_id`` (and ``error`` at the end); ``stop``: a
     :class:`StopBrief`; ``resume``: ``stop`` and ``action``; ``log``: ``breakpoint``,
     ``message`` and ``location``; ``step``: ``run_id``, ``step``, ``node``, ``kind``,
-    ``status``; ``gap``: ``since`` and ``first_kept``; ``hello`` (the first frame, seq 0):
-    ``protocol``, ``last_seq``.
+    ``status``; ``gap``: ``since`` and ``first_kept``; ``released``: ``stops`` and
+    ``reason`` (the held stops were resumed because no client stayed connected); ``hello``
+    (the first frame, seq 0): ``protocol``, ``last_seq``.
     """
 
     protocol: int = PROTOCOL_VERSION

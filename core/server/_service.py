@@ -74,10 +74,53 @@ class Service:
         self.journal = EventJournal()
         dbg.register_plugin(self.journal)
         self.launches: list[RunHandle] = []
+        #: what happens to held stops when the last event-stream client goes: ``"resume"``
+        #: them after :attr:`grace` seconds without a client, or ``"keep"`` them held
+        self.on_disconnect = "resume"
+        self.grace = 60.0
+        self._clients = 0
+        self._generation = 0  # bumped at each connect: a pending release is then void
         # stop id -> the action it was let go with: a command for a stop that already
         # resumed says so, instead of "no open stop"
         self._resumed: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
+
+    # -------------------------------------------------------------- clients
+
+    def client_connected(self) -> None:
+        """An event-stream client connected: a pending release is called off."""
+        with self._lock:
+            self._clients += 1
+            self._generation += 1
+
+    def client_disconnected(self) -> None:
+        """An event-stream client went away; when it was the last one and stops are held,
+        they are released after :attr:`grace` seconds unless a client comes back (with
+        :attr:`on_disconnect` ``"resume"``)."""
+        with self._lock:
+            self._clients -= 1
+            alone = self._clients == 0
+            generation = self._generation
+        if not alone or self.on_disconnect != "resume" or not self.dbg.stops:
+            return
+        timer = threading.Timer(self.grace, self._release, args=(generation,))
+        timer.daemon = True
+        timer.name = "flowdbg-server-release"
+        timer.start()
+
+    def _release(self, generation: int) -> None:
+        with self._lock:
+            if self._clients or generation != self._generation:
+                return
+        released = self.dbg.resume_all()
+        if released:
+            self.journal.publish(
+                "released",
+                {
+                    "stops": [stop.id for stop in released],
+                    "reason": f"no client connected for {self.grace:g} s",
+                },
+            )
 
     # ------------------------------------------------------------------ info
 

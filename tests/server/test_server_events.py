@@ -121,3 +121,34 @@ def test_events_of_a_debugger_without_target(tmp_path: Any) -> None:
             events: list[dict[str, Any]] = []
             _read_until(ws, "run_end", events)
         assert [e["type"] for e in events] == ["run_start", "step", "step", "run_end"]
+
+
+def test_held_stops_are_released_when_the_last_client_goes(dbg: Any) -> None:
+    app = dbg.attach(build_counter())
+    dbg.break_before("b")
+    with dbg.serve(grace=0.05) as srv:
+        with _ws(srv) as ws:
+            json.loads(ws.recv(timeout=10))
+            handle = dbg.start(app.invoke, {"n": 1})
+            _read_until(ws, "stop", [])
+        # no client is left: after the grace period the branch goes on
+        assert handle.result(10) == {"n": 4}
+        with _ws(srv, since=0) as ws:
+            released = _read_until(ws, "released", [])
+    assert released["data"]["stops"] == ["stop-1"]
+    assert "no client connected" in released["data"]["reason"]
+
+
+def test_with_keep_held_stops_wait_for_a_client(dbg: Any) -> None:
+    app = dbg.attach(build_counter())
+    dbg.break_before("b")
+    with dbg.serve(grace=0.0, on_disconnect="keep") as srv:
+        with _ws(srv) as ws:
+            json.loads(ws.recv(timeout=10))
+            handle = dbg.start(app.invoke, {"n": 1})
+            _read_until(ws, "stop", [])
+        with pytest.raises(TimeoutError):
+            handle.result(0.5)
+        assert [s.id for s in dbg.stops] == ["stop-1"]
+        dbg.resume()
+        assert handle.result(10) == {"n": 4}

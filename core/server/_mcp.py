@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
 
 from flowdbg._json import jsonable
 from flowdbg._paths import format_path, parse_path, split_view
@@ -55,6 +57,19 @@ Recorded runs stay readable after they end: list_runs, list_steps, get_run_state
 Every edit takes plain JSON; nothing you send is executed as code."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+# the parameters most tools share, described once for the tools' input schemas
+StopId = Annotated[
+    str, Field(description='the stop\'s id, as wait_for_stop or status give it ("stop-3")')
+]
+StopPath = Annotated[
+    str,
+    Field(
+        description='a path at the stop: "" (the whole default view), "messages[-1].content", '
+        '"plan.steps[0]", or with a view prefix "state:amount", "input:x", "output:route"'
+    ),
+]
+RunId = Annotated[str, Field(description="a recorded run's id (or a unique prefix of 4+ chars)")]
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -201,7 +216,9 @@ def make_mcp_server(service: Service) -> MCPServer:
 
     @tool
     def set_breakpoint(
-        pattern: str,
+        pattern: Annotated[
+            str, Field(description='a unit name or glob: "triage", "tool_*", "*" for every unit')
+        ],
         type: Literal[
             "before", "after", "exception", "watch", "tool", "handoff", "event", "log"
         ] = "before",
@@ -248,7 +265,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.start(p.StartRun(input=input)).model_dump(mode="json")
 
     @tool
-    def wait_for_stop(timeout: float = 30.0) -> dict[str, Any]:
+    def wait_for_stop(
+        timeout: Annotated[
+            float, Field(description="seconds to wait at most (up to 300); 0 only looks")
+        ] = 30.0,
+    ) -> dict[str, Any]:
         """Block until a run is held at a breakpoint or step (returns at once if one already
         is), until every run has ended, or until `timeout` seconds pass. Returns outcome
         "stopped" with the stop (stop_id, reason, node, position, the state and the unit's
@@ -283,7 +304,7 @@ def make_mcp_server(service: Service) -> MCPServer:
         }
 
     @tool
-    def inspect(stop_id: str, path: str = "") -> dict[str, Any]:
+    def inspect(stop_id: StopId, path: StopPath = "") -> dict[str, Any]:
         """Read a value at a stop. path: "" for the whole default view (the unit's input at a
         before stop, its output at an after stop), a key path like "messages[-1].content" or
         "plan.steps[0]", or a view prefix: "state:amount", "input:x", "output:route",
@@ -294,7 +315,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return {"stop_id": stop_id, "path": path, **value_view(value, shown)}
 
     @tool
-    def set_value(stop_id: str, path: str, value: Any) -> dict[str, Any]:
+    def set_value(
+        stop_id: StopId,
+        path: StopPath,
+        value: Annotated[Any, Field(description="the new value, plain JSON")],
+    ) -> dict[str, Any]:
         """Edit the held unit's input (at a before stop) or output (at an after stop) at
         `path` to `value` (plain JSON), applied when the run resumes: the run then goes on as
         if the unit had received or returned that. The state view cannot be edited directly:
@@ -304,13 +329,13 @@ def make_mcp_server(service: Service) -> MCPServer:
         return {"stop_id": stop_id, "path": path, "now": value_view(now, path)}
 
     @tool
-    def delete_value(stop_id: str, path: str) -> dict[str, Any]:
+    def delete_value(stop_id: StopId, path: StopPath) -> dict[str, Any]:
         """Delete a key or list element of the held unit's input or output (like set_value)."""
         service.delete(stop_id, path)
         return {"stop_id": stop_id, "deleted": path}
 
     @tool
-    def evaluate(stop_id: str, expression: str) -> dict[str, Any]:
+    def evaluate(stop_id: StopId, expression: str) -> dict[str, Any]:
         """Evaluate a sandboxed Python expression at a stop: names are state, input, output,
         node, step and the top-level keys of the default view ("len(messages)",
         "state['amount'] > 500"). No imports, no attribute starting with '_'."""
@@ -318,14 +343,14 @@ def make_mcp_server(service: Service) -> MCPServer:
         return {"stop_id": stop_id, "expression": expression, **value_view(result.value, "")}
 
     @tool
-    def diff(stop_id: str) -> dict[str, Any]:
+    def diff(stop_id: StopId) -> dict[str, Any]:
         """At an after stop: what the unit changed in the state (path, added/removed/changed,
         old and new values)."""
         return service.diff(stop_id).model_dump(mode="json")
 
     @tool
     def resume(
-        stop_id: str,
+        stop_id: StopId,
         action: Literal["continue", "step_over", "step_into", "step_out"] = "continue",
     ) -> dict[str, Any]:
         """Let a held run go on: "continue" to the next breakpoint or the end, "step_over" to
@@ -365,7 +390,7 @@ def make_mcp_server(service: Service) -> MCPServer:
         }
 
     @tool
-    def list_steps(run_id: str, from_step: int = 1, limit: int = 50) -> dict[str, Any]:
+    def list_steps(run_id: RunId, from_step: int = 1, limit: int = 50) -> dict[str, Any]:
         """A recorded run's steps in order: step number, node, kind, status and routing
         decision. Page with from_step (next_step)."""
         page = service.recorded_steps(run_id, from_step=max(1, from_step), limit=max(1, limit))
@@ -387,7 +412,7 @@ def make_mcp_server(service: Service) -> MCPServer:
 
     @tool
     def get_run_state(
-        run_id: str, step: int | None = None, path: str | None = None
+        run_id: RunId, step: int | None = None, path: str | None = None
     ) -> dict[str, Any]:
         """A recorded run's state after `step` (the final state when omitted): one row per
         key with the step and node that last wrote it, and the value at `path` if given."""
@@ -397,4 +422,48 @@ def make_mcp_server(service: Service) -> MCPServer:
             data.update(value_view(state.value, path))
         return data
 
+    @server.resource(
+        "flowdbg://runs",
+        name="recorded_runs",
+        description="The 20 newest recorded runs: id, name, status, steps, error (JSON).",
+        mime_type="application/json",
+    )
+    def runs_resource() -> str:
+        return json.dumps(_errors_as_text(lambda: list_runs(limit=20)))
+
+    @server.resource(
+        "flowdbg://runs/{run_id}",
+        name="recorded_run",
+        description="One recorded run with its steps (node, kind, status, decision) and its "
+        "final state summarized (JSON).",
+        mime_type="application/json",
+    )
+    def run_resource(run_id: str) -> str:
+        def read() -> dict[str, Any]:
+            run = service.recorded_run(run_id)
+            return {
+                "run": {
+                    "run_id": run.run_id,
+                    "name": run.name,
+                    "status": run.status,
+                    "steps": run.steps,
+                    "error": None
+                    if run.error is None
+                    else f"{run.error.type}: {run.error.message}",
+                },
+                "steps": list_steps(run.run_id, limit=200)["steps"],
+                "final_state": get_run_state(run.run_id)["keys"],
+            }
+
+        return json.dumps(_errors_as_text(read))
+
     return server
+
+
+def _errors_as_text(read: Callable[[], Any]) -> Any:
+    """What ``read`` returns, or ``{"error": ...}`` with a flowdbg error's message (a resource
+    has no error result of its own)."""
+    try:
+        return read()
+    except FlowdbgError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}

@@ -131,11 +131,20 @@ def test_an_agent_finds_and_fixes_the_misrouted_refund(tmp_path: Path) -> None:
             assert runs["runs"][0]["status"] == "completed"
             steps = await agent("list_steps", run_id=runs["runs"][0]["run_id"])
             found["nodes"] = [s["node"] for s in steps["steps"]]
+            # the same record as resources
+            listed = await session.read_resource("flowdbg://runs")
+            newest = json.loads(listed.contents[0].text)["runs"][0]
+            one = await session.read_resource(f"flowdbg://runs/{newest['run_id']}")
+            record = json.loads(one.contents[0].text)
+            found["resource_nodes"] = [s["node"] for s in record["steps"]]
+            found["final_keys"] = [k["key"] for k in record["final_state"]]
             return agent.calls
 
     calls = anyio.run(debug)
     assert found["node"] == "triage" and found["path"] == "route"
     assert found["nodes"] == ["intake", "triage", "manager_review"]
+    assert found["resource_nodes"] == found["nodes"]
+    assert "outcome" in found["final_keys"]
     # describe, set, start, 3 stops (wait + resume each), the fix, the last wait, the stale
     # resume, runs and steps
     assert len(calls) == 14, calls

@@ -158,7 +158,7 @@ class DebugServer:
             host=self.host,
             port=self._port,
             log_level="warning",
-            lifespan="off",
+            lifespan="on",  # the MCP server's sessions run in the app's lifespan
             ws="websockets-sansio",
             # the server's own limits apply before any route: see _security.Guard
             ws_max_size=1 << 20,

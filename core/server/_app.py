@@ -71,6 +71,7 @@ def make_app(
     hosts: set[str],
     max_body: int = 1 << 20,
     rate: float | None = 200.0,
+    mcp: bool = True,
 ) -> Guard:
     """The guarded ASGI application serving ``service``.
 
@@ -80,10 +81,14 @@ def make_app(
     :param max_body: the largest request body accepted, in bytes.
     :param rate: requests a second on average before ``429`` (bursts of twice that); ``None``
         for no limit.
+    :param mcp: also serve the MCP server over streamable HTTP at ``/mcp`` (when the ``mcp``
+        package is installed).
     """
     from flowdbg import __version__
 
+    mcp_app, lifespan = _mcp_app(service) if mcp else (None, None)
     app = FastAPI(
+        lifespan=lifespan,
         title="flowdbg debug server",
         version=f"{p.PROTOCOL_VERSION}",
         summary=f"drive flowdbg {__version__} over HTTP; events over the WebSocket /events",
@@ -296,13 +301,58 @@ def make_app(
         await _stream(ws, service, since)
 
     guard = Guard(
-        app,
+        app if mcp_app is None else _Dispatch(app, mcp_app),
         token=token,
         hosts=hosts,
         max_body=max_body,
         rate=None if rate is None else RateLimit(rate, max(1, int(rate * 2))),
     )
     return guard
+
+
+class _Dispatch:
+    """``/mcp`` to the MCP server's app, everything else (and the lifespan) to the API."""
+
+    def __init__(self, api: Any, mcp_app: Any) -> None:
+        self.api = api
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
+            await self.mcp_app(scope, receive, send)
+        else:
+            await self.api(scope, receive, send)
+
+
+#: where the MCP server answers over streamable HTTP
+MCP_PATH = "/mcp"
+
+
+def _mcp_app(service: Service) -> tuple[Any, Any]:
+    """The MCP server's streamable HTTP app, and the lifespan that runs its sessions; ``(None,
+    None)`` without the ``mcp`` package."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        return None, None
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from ._mcp import make_mcp_server
+
+    server = make_mcp_server(service)
+    # the Guard around everything checks Host, Origin and the token, for exact ports
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> Any:
+        async with server.session_manager.run():
+            yield
+
+    return app, lifespan
 
 
 _RESUME_DOCS = {

@@ -198,3 +198,37 @@ def test_a_large_value_is_summarized_with_paths_to_read_its_parts() -> None:
     small = value_view({"n": 1}, "state:")
     assert small == {"value": {"n": 1}}
     assert len(json.dumps(value_view(state, "state:"))) < VALUE_LIMIT
+
+
+def test_the_debug_server_serves_the_mcp_tools_over_http(server: Any) -> None:
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    refused = httpx.post(f"{server.base_url}/mcp", json={})
+    assert refused.status_code == 401
+    cross = httpx.post(
+        f"{server.base_url}/mcp",
+        params={"token": server.token},
+        headers={"Origin": "https://evil.example"},
+        json={},
+    )
+    assert cross.status_code == 403
+
+    async def session() -> tuple[list[str], dict[str, Any]]:
+        url = f"{server.base_url}/mcp?token={server.token}"
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+            names = [t.name for t in (await mcp.list_tools()).tools]
+            await mcp.call_tool("set_breakpoint", {"pattern": "b"})
+            await mcp.call_tool("start_run", {"input": {"n": 1}})
+            waited = await mcp.call_tool("wait_for_stop", {"timeout": 10})
+            await mcp.call_tool("terminate", {})
+            assert waited.structured_content is not None
+            return names, dict(waited.structured_content)
+
+    names, waited = anyio.run(session)
+    assert "wait_for_stop" in names
+    assert waited["stop"]["node"] == "b" and waited["stop"]["state"]["value"] == {"n": 2}

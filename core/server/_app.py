@@ -332,11 +332,10 @@ MCP_PATH = "/mcp"
 def _mcp_app(service: Service) -> tuple[Any, Any]:
     """The MCP server's streamable HTTP app, and the lifespan that runs its sessions; ``(None,
     None)`` without the ``mcp`` package."""
-    import importlib.util
-
-    if importlib.util.find_spec("mcp") is None:
+    try:
+        from mcp.server.transport_security import TransportSecuritySettings
+    except ImportError:  # the server extra installs it; without it, no /mcp
         return None, None
-    from mcp.server.transport_security import TransportSecuritySettings
 
     from ._mcp import make_mcp_server
 

@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-pytest.importorskip("websockets")
-httpx = pytest.importorskip("httpx")
-
-import flowdbg  # noqa: E402
-from flowdbg.adapters.stategraph import END, StateGraph  # noqa: E402
+import flowdbg
+from flowdbg.adapters.stategraph import END, StateGraph
 
 
 def build_counter() -> Any:
@@ -43,6 +38,8 @@ def server(dbg: flowdbg.Debugger) -> Iterator[Any]:
 
 @pytest.fixture
 def client(server: Any) -> Iterator[Any]:
+    import httpx
+
     with httpx.Client(
         base_url=server.base_url,
         headers={"Authorization": f"Bearer {server.token}"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
 from conftest import build_counter
 

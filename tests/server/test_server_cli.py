@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import httpx
 import pytest
 from click.testing import CliRunner

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")

@@ -6,6 +6,7 @@ import json
 import threading
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import httpx
 import pytest
 from conftest import build_counter

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
 
 anyio = pytest.importorskip("anyio")

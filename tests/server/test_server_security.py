@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import _server_required  # noqa: F401  (skips the module without the server extra)
 import httpx
 import pytest
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
@@ -292,6 +292,20 @@ def make_app(
     ) -> p.RecordedState:
         """A recorded run's state after a step, and the value at a path."""
         return service.recorded_state(run_id, step=step, path=path)
+
+    @app.get("/records/diff", response_model=schemas.RunsDiff, tags=["records"])
+    def recorded_diff(
+        a: str = Query(..., max_length=100, description="the first run's id or prefix"),
+        b: str = Query(..., max_length=100, description="the second run's id or prefix"),
+        ignore: Annotated[
+            list[str] | None,
+            Query(max_length=50, description="state path globs to leave out of the comparison"),
+        ] = None,
+        strict: bool = Query(False, description="compare generated ids and times too"),
+    ) -> schemas.RunsDiff:
+        """Two recorded runs compared (as flowdbg runs diff): per-node counts and times, and
+        where they first diverge."""
+        return service.recorded_diff(a, b, ignore=tuple(ignore or ()), strict=strict)
 
     # --------------------------------------------------------------------- events
 

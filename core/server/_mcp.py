@@ -422,6 +422,23 @@ def make_mcp_server(service: Service) -> MCPServer:
             data.update(value_view(state.value, path))
         return data
 
+    @tool
+    def compare_runs(run_a: RunId, run_b: RunId) -> dict[str, Any]:
+        """Compare two recorded runs (say a good one and a bad one): where they first diverge
+        (a different node ran, a node ended differently, or left a different state: with the
+        state paths), and per node how many times it ran in each. Generated ids and times are
+        left out of the comparison."""
+        result = service.recorded_diff(run_a, run_b)
+        first = result.first_divergence
+        return {
+            "first_divergence": None if first is None else first.model_dump(mode="json"),
+            "nodes": [
+                {"node": n.node, "count_a": n.count_a, "count_b": n.count_b}
+                for n in result.nodes or []
+            ],
+            "warnings": result.warnings,
+        }
+
     @server.resource(
         "flowdbg://runs",
         name="recorded_runs",

@@ -486,6 +486,32 @@ class Service:
         value = jsonable(get_path(state, path)) if path is not None else None
         return p.RecordedState(run_id=run.run_id, step=step, keys=keys, path=path, value=value)
 
+    def recorded_diff(
+        self, run_a: str, run_b: str, *, ignore: tuple[str, ...] = (), strict: bool = False
+    ) -> schemas.RunsDiff:
+        """Two recorded runs compared, as ``flowdbg runs diff --json`` shows them: per-node
+        counts and times, and where they first diverge (path, outcome or state)."""
+        from flowdbg.cli._runs import _leftout_dict, run_dict
+
+        store = self._store()
+        a = store.get_run(run_a)
+        b = store.get_run(run_b)
+        result = store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
+        nodes = [
+            {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
+            for node in result.nodes
+        ]
+        first = result.first_divergence
+        return schemas.RunsDiff.model_validate(
+            {
+                "a": run_dict(a),
+                "b": run_dict(b),
+                "nodes": nodes,
+                "first_divergence": None if first is None else jsonable(first.to_dict()),
+                **_leftout_dict(result),
+            }
+        )
+
 
 _NO_TARGET = (
     "this server has no target, so it cannot start runs; start it with a target "

@@ -220,3 +220,17 @@ def test_runs_started_in_process_are_seen_by_the_server(dbg: flowdbg.Debugger) -
             c.post(f"/stops/{stop['id']}/set", json={"path": "n", "value": -1})
             c.post(f"/stops/{stop['id']}/continue")
         assert handle.result(10) == {"n": -1}
+
+
+def test_two_recorded_runs_compared(client: Any, dbg: flowdbg.Debugger) -> None:
+    app = dbg.attach(build_counter())
+    app.invoke({"n": 1})
+    app.invoke({"n": 2})
+    runs = client.get("/records/runs", params={"limit": 2}).json()["runs"]
+    newer, older = runs[0]["run_id"], runs[1]["run_id"]
+    diff = client.get("/records/diff", params={"a": older, "b": newer}).json()
+    assert diff["first_divergence"]["kind"] == "state"
+    assert diff["first_divergence"]["paths"] == ["n"]
+    assert [n["node"] for n in diff["nodes"]] == ["a", "b"]
+    missing = client.get("/records/diff", params={"a": older, "b": "ffffffff"})
+    assert missing.status_code == 404

@@ -174,6 +174,7 @@ def test_tools_are_described_for_an_agent(tmp_path: Path) -> None:
         "list_runs",
         "list_steps",
         "get_run_state",
+        "compare_runs",
     ):
         assert len(tools[name].description or "") > 40, name
     schema = tools["resume"].input_schema

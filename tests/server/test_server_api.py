@@ -234,3 +234,39 @@ def test_two_recorded_runs_compared(client: Any, dbg: flowdbg.Debugger) -> None:
     assert [n["node"] for n in diff["nodes"]] == ["a", "b"]
     missing = client.get("/records/diff", params={"a": older, "b": "ffffffff"})
     assert missing.status_code == 404
+
+
+def test_parallel_branches_are_held_and_edited_by_stop_id(dbg: flowdbg.Debugger) -> None:
+    import operator
+
+    import httpx
+
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    g = StateGraph(name="fan", reducers={"items": operator.add})
+    g.add_node("split", lambda s: {})
+    g.add_node("left", lambda s: {"items": [s["left_tag"] + "-left"]})
+    g.add_node("right", lambda s: {"items": [s["right_tag"] + "-right"]})
+    g.set_entry_point("split")
+    g.add_conditional_edges("split", lambda s: ["left", "right"])
+    g.add_edge("left", END)
+    g.add_edge("right", END)
+    app = g.compile()
+    with dbg.serve(target=app) as srv:
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        with httpx.Client(base_url=srv.base_url, headers=auth, timeout=30) as c:
+            c.post("/breakpoints", json={"type": "before", "pattern": "left"})
+            c.post("/breakpoints", json={"type": "before", "pattern": "right"})
+            given = {"left_tag": "t", "right_tag": "t", "items": []}
+            run_id = c.post("/runs", json={"input": given}).json()["run_id"]
+            assert len(dbg.wait_for_stops(2, timeout=30)) == 2
+            stops = {s["location"]["node"]: s["id"] for s in c.get("/stops").json()["stops"]}
+            assert set(stops) == {"left", "right"}
+            # each branch's own key: a key both replaced would be refused by the graph
+            c.post(f"/stops/{stops['left']}/set", json={"path": "left_tag", "value": "L"})
+            c.post(f"/stops/{stops['right']}/set", json={"path": "right_tag", "value": "R"})
+            for stop_id in stops.values():
+                assert c.post(f"/stops/{stop_id}/continue").status_code == 200
+            assert c.post("/wait", params={"timeout": 30}).json()["outcome"] == "ended"
+            output = c.get(f"/records/runs/{run_id}").json()["output"]
+    assert sorted(output["items"]) == ["L-left", "R-right"]

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
     from flowdbg.store import Store
 
-__all__ = ["BreakpointNotFound", "NoRecording", "NoTarget", "Service"]
+__all__ = ["BreakpointNotFound", "NoRecording", "NoTarget", "RunNotStarted", "Service"]
 
 # warnings.catch_warnings changes process-wide state: one caller at a time
 _WARNINGS = threading.Lock()
@@ -40,6 +40,10 @@ class BreakpointNotFound(BreakpointError, LookupError):
 
 class NoTarget(FlowdbgError):
     """The server was started without a target, so it cannot start runs."""
+
+
+class RunNotStarted(FlowdbgError):
+    """A run of the target failed before it began (a bad input, say)."""
 
 
 class NoRecording(FlowdbgError):
@@ -290,7 +294,15 @@ class Service:
         with self._lock:
             self.launches.append(handle)
             launch = len(self.launches)
-        return p.RunStarted(run_id=handle.wait_started(wait), launch=launch)
+        run_id = handle.wait_started(wait)
+        if run_id is None and handle.done():
+            exc = handle.exception(0)
+            if exc is not None:  # it failed before its first unit: the caller must hear of it
+                raise RunNotStarted(
+                    f"the run failed before it started: {type(exc).__name__}: {exc}; check "
+                    "the input (GET /target shows the graph)"
+                )
+        return p.RunStarted(run_id=run_id, launch=launch)
 
     def pause(self) -> schemas.DebuggerStatus:
         """Stop every branch at its next point."""

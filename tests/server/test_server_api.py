@@ -270,3 +270,12 @@ def test_parallel_branches_are_held_and_edited_by_stop_id(dbg: flowdbg.Debugger)
             assert c.post("/wait", params={"timeout": 30}).json()["outcome"] == "ended"
             output = c.get(f"/records/runs/{run_id}").json()["output"]
     assert sorted(output["items"]) == ["L-left", "R-right"]
+
+
+def test_a_run_that_fails_says_why_in_its_record(client: Any) -> None:
+    started = client.post("/runs", json={"input": {"m": 1}})
+    assert started.status_code == 201
+    assert client.post("/wait", params={"timeout": 10}).json()["outcome"] == "ended"
+    run = client.get(f"/records/runs/{started.json()['run_id']}").json()
+    assert run["status"] == "failed"
+    assert run["error"]["type"] == "KeyError" and "'n'" in run["error"]["message"]

@@ -17,7 +17,15 @@ TOKEN_ENV = "FLOWDBG_TOKEN"
 
 
 def server_options(fn: Any) -> Any:
-    """``--host``, ``--port`` and ``--token``."""
+    """``--host``, ``--port``, ``--token`` and ``--allow-host``."""
+    fn = click.option(
+        "--allow-host",
+        "allowed_hosts",
+        multiple=True,
+        metavar="NAME[:PORT]",
+        help="also accept requests whose Host header is NAME:PORT (the name clients reach a "
+        "--host server by); repeatable",
+    )(fn)
     fn = click.option(
         "--token",
         metavar="TOKEN",
@@ -104,6 +112,7 @@ def serve_command(
     host: str,
     port: int,
     token: str | None,
+    allowed_hosts: tuple[str, ...],
     breaks: tuple[str, ...],
     stop_on_entry: bool,
     on_disconnect: str,
@@ -145,6 +154,7 @@ def serve_command(
             token=token,
             on_disconnect=on_disconnect,
             grace=grace,
+            allowed_hosts=allowed_hosts,
         )
         try:
             _wait_for_interrupt()

@@ -71,8 +71,9 @@ class DebugServer:
     :param host: the address to bind; loopback unless a ``token`` is given too.
     :param port: the port; ``0`` picks a free one (see :attr:`port`).
     :param token: the secret clients must send; a random one by default.
-    :param allowed_hosts: more ``Host`` header values to accept (``name:port``), for a server
-        reached through a name of its own.
+    :param allowed_hosts: more ``Host`` header values to accept (``name:port``, or ``name``
+        for this server's port), for a server reached through a name of its own (a
+        non-loopback ``host``'s clients send the machine's name or address).
     :param max_body: the largest request body accepted, in bytes.
     :param rate: requests a second (on average) before ``429``; ``None``: no limit.
     :param on_disconnect: when the last event-stream (WebSocket) client disconnects while
@@ -194,7 +195,10 @@ class DebugServer:
         if ":" in self.host and not self.host.startswith("["):
             names.add(f"[{self.host.lower()}]")
         self._hosts.update(f"{name}:{self._port}" for name in names)
-        self._hosts.update(self._allowed)
+        # a name without a port means this server's port
+        self._hosts.update(
+            h if ":" in h.lstrip("[").split("]")[-1] else f"{h}:{self._port}" for h in self._allowed
+        )
         return self
 
     def close(self, timeout: float = 10.0) -> None:

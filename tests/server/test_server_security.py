@@ -149,3 +149,19 @@ def test_too_many_requests_are_refused(dbg: flowdbg.Debugger) -> None:
         refused = httpx.get(srv.url)
     assert codes == [200, 429, 429]
     assert refused.json()["error"]["type"] == "TooManyRequests"
+
+
+def test_a_name_of_ones_own_can_be_allowed(dbg: flowdbg.Debugger) -> None:
+    with dbg.serve(allowed_hosts=("debugbox.local",)) as srv:
+        named = httpx.get(srv.url, headers={"Host": f"debugbox.local:{srv.port}"})
+        other_port = httpx.get(srv.url, headers={"Host": "debugbox.local:1"})
+    assert named.status_code == 200
+    assert _error(other_port) == (403, "Forbidden")
+
+
+def test_a_closed_server_no_longer_answers(dbg: flowdbg.Debugger) -> None:
+    server = dbg.serve()
+    assert httpx.get(server.url).status_code == 200
+    server.close()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url, timeout=5)

@@ -315,6 +315,13 @@ class Debugger:
         self._pm.check_pending()
         self._hooks.refresh()  # the controller follows (Hooks.listen)
 
+    def unregister_plugin(self, plugin: Any) -> None:
+        """Remove an observer plugin (one given to :meth:`register_plugin` or ``plugins=``);
+        its hooks are no longer called. Removing one not registered does nothing."""
+        if self._pm.is_registered(plugin):
+            self._pm.unregister(plugin)
+            self._hooks.refresh()
+
     def adapter_for(self, target: Any) -> Adapter:
         """The adapter that accepts ``target``.
 

@@ -202,12 +202,14 @@ class DebugServer:
         return self
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop serving (open connections are closed; the debugger is left as it is)."""
+        """Stop serving: open connections are closed and the server stops observing the
+        debugger, which is left as it is (its stops stay held, its breakpoints set)."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        self.service.close()
 
     def __enter__(self) -> DebugServer:
         return self

@@ -89,6 +89,10 @@ class Service:
         self._resumed: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        """Stop observing the debugger (the journal's hooks are removed)."""
+        self.dbg.unregister_plugin(self.journal)
+
     # -------------------------------------------------------------- clients
 
     def client_connected(self) -> None:

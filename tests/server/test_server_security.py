@@ -165,3 +165,16 @@ def test_a_closed_server_no_longer_answers(dbg: flowdbg.Debugger) -> None:
     server.close()
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.url, timeout=5)
+
+
+def test_a_closed_server_stops_observing_the_debugger(dbg: flowdbg.Debugger) -> None:
+    from conftest import build_counter
+
+    app = dbg.attach(build_counter())
+    server = dbg.serve()
+    app.invoke({"n": 1})
+    seen = server.service.journal.last_seq
+    assert seen > 0
+    server.close()
+    app.invoke({"n": 1})
+    assert server.service.journal.last_seq == seen

@@ -97,6 +97,25 @@ def make_app(
         responses=_RESPONSES,
     )
 
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        # the WebSocket is not an OpenAPI operation: its frames' schema is published beside
+        schema = default_openapi()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        if "EventMessage" not in components:
+            components["EventMessage"] = p.EventMessage.model_json_schema(
+                ref_template="#/components/schemas/{model}"
+            )
+            schema["x-flowdbg-events"] = {
+                "path": "/events",
+                "query": {"since": "the last seq handled; events after it are sent again"},
+                "message": {"$ref": "#/components/schemas/EventMessage"},
+            }
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(FlowdbgError)
     async def flowdbg_error(request: Request, exc: FlowdbgError) -> JSONResponse:
         return _error(error_status(exc), type(exc).__name__, str(exc))

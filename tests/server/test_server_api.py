@@ -44,6 +44,9 @@ def test_openapi_document_lists_the_routes(client: Any) -> None:
     ):
         assert route in paths
     assert "BreakpointCreate" in doc["components"]["schemas"]
+    events = doc["components"]["schemas"]["EventMessage"]
+    assert "released" in events["properties"]["type"]["enum"]
+    assert doc["x-flowdbg-events"]["path"] == "/events"
 
 
 def test_breakpoints_crud(client: Any) -> None:

@@ -128,6 +128,15 @@ def test_a_condition_escaping_the_sandbox_is_refused(client: Any) -> None:
     assert client.get("/breakpoints").json()["breakpoints"] == []
 
 
+def test_a_logpoint_template_escaping_the_sandbox_is_refused(client: Any) -> None:
+    for message in ("{state.__class__}", "{__import__}", "{0.__class__}"):
+        answer = client.post(
+            "/breakpoints", json={"type": "log", "pattern": "a", "message": message}
+        )
+        assert _error(answer) == (400, "ExpressionError"), message
+    assert client.get("/breakpoints").json()["breakpoints"] == []
+
+
 def test_expressions_and_edits_at_a_stop_run_no_code(client: Any) -> None:
     client.post("/breakpoints", json={"type": "before", "pattern": "a"})
     client.post("/runs", json={"input": {"n": 1}})

@@ -275,6 +275,17 @@ def make_mcp_server(service: Service) -> MCPServer:
         "stopped" with the stop (stop_id, reason, node, position, the state and the unit's
         input/output with paths, how to continue), "ended" (nothing runs: read the results
         with list_runs / list_steps), or "timeout" (still running: call again)."""
+        idle = (
+            service.target is not None
+            and not service.dbg.stops
+            and not service.dbg.active_runs
+            and all(handle.done() for handle in service.launches)
+        )
+        if idle:  # runs of the target start from start_run only: nothing can stop
+            return {
+                "outcome": "ended",
+                "hint": "no run is active; start one with start_run (list_runs shows the last)",
+            }
         result = service.wait(max(0.0, min(float(timeout), 300.0)))
         if result.stop is None:
             data: dict[str, Any] = {"outcome": result.outcome}

@@ -102,6 +102,10 @@ def test_an_agent_finds_and_fixes_the_misrouted_refund(tmp_path: Path) -> None:
             init = await session.initialize()
             assert "wait_for_stop" in (init.instructions or "")
             agent = Agent(session)
+            with anyio.fail_after(30):  # it must not wait its 300 s
+                early = await session.call_tool("wait_for_stop", {"timeout": 300})
+            assert early.structured_content is not None
+            assert early.structured_content["outcome"] == "ended"  # at once: nothing runs
             target = await agent("describe_target")
             nodes = [n["name"] for n in target["graph"]["nodes"]]
             assert "triage" in nodes

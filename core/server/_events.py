@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from flowdbg._redact import redact_text
@@ -40,6 +40,10 @@ class EventJournal:
         self._ring: deque[dict[str, Any]] = deque(maxlen=size)
         self._seq = 0
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        #: stop id -> the action it was let go with (the last ``size``), however it was: a
+        #: command for a stop that has resumed can say so
+        self.resumed: OrderedDict[str, str] = OrderedDict()
+        self._size = size
 
     @property
     def last_seq(self) -> int:
@@ -105,6 +109,10 @@ class EventJournal:
     @hookimpl
     def flowdbg_on_resume(self, stop: Stop, action: str) -> None:
         """Publish ``resume``."""
+        with self._lock:
+            self.resumed[stop.id] = str(action)
+            while len(self.resumed) > self._size:
+                self.resumed.popitem(last=False)
         self.publish("resume", {"stop": stop.id, "action": str(action)})
 
     @hookimpl

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from flowdbg import schemas
@@ -84,14 +83,18 @@ class Service:
         self.grace = 60.0
         self._clients = 0
         self._generation = 0  # bumped at each connect: a pending release is then void
-        # stop id -> the action it was let go with: a command for a stop that already
-        # resumed says so, instead of "no open stop"
-        self._resumed: OrderedDict[str, str] = OrderedDict()
+        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
-        """Stop observing the debugger (the journal's hooks are removed)."""
+        """Stop observing the debugger (the journal's hooks are removed) and call off a
+        pending release."""
         self.dbg.unregister_plugin(self.journal)
+        with self._lock:
+            self._generation += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     # -------------------------------------------------------------- clients
 
@@ -100,6 +103,9 @@ class Service:
         with self._lock:
             self._clients += 1
             self._generation += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def client_disconnected(self) -> None:
         """An event-stream client went away; when it was the last one and stops are held,
@@ -107,13 +113,14 @@ class Service:
         :attr:`on_disconnect` ``"resume"``)."""
         with self._lock:
             self._clients -= 1
-            alone = self._clients == 0
-            generation = self._generation
-        if not alone or self.on_disconnect != "resume" or not self.dbg.stops:
-            return
-        timer = threading.Timer(self.grace, self._release, args=(generation,))
-        timer.daemon = True
-        timer.name = "flowdbg-server-release"
+            if self._clients or self.on_disconnect != "resume" or not self.dbg.stops:
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            timer = threading.Timer(self.grace, self._release, args=(self._generation,))
+            timer.daemon = True
+            timer.name = "flowdbg-server-release"
+            self._timer = timer
         timer.start()
 
     def _release(self, generation: int) -> None:
@@ -343,7 +350,7 @@ class Service:
         raise self._gone(stop_id, StopNotFound(f"no open stop {stop_id!r}; open stops: {open_ids}"))
 
     def _gone(self, stop_id: str, exc: StopNotFound) -> StopNotFound:
-        action = self._resumed.get(stop_id)
+        action = self.journal.resumed.get(stop_id)
         if action is None:
             return exc
         open_ids = ", ".join(s.id for s in self.dbg.stops) or "none"
@@ -402,10 +409,6 @@ class Service:
             stop = go(stop_id)
         except StopNotFound as exc:
             raise self._gone(stop_id, exc) from None
-        with self._lock:
-            self._resumed[stop.id] = action
-            while len(self._resumed) > 10_000:
-                self._resumed.popitem(last=False)
         return p.ResumeResult(stop=stop.id, action=action)  # type: ignore[arg-type]
 
     # -------------------------------------------------------------- records

@@ -282,3 +282,16 @@ def test_a_run_that_fails_says_why_in_its_record(client: Any) -> None:
     run = client.get(f"/records/runs/{started.json()['run_id']}").json()
     assert run["status"] == "failed"
     assert run["error"]["type"] == "KeyError" and "'n'" in run["error"]["message"]
+
+
+def test_a_stop_resumed_in_process_is_reported_as_resumed(
+    client: Any, dbg: flowdbg.Debugger
+) -> None:
+    client.post("/breakpoints", json={"type": "before", "pattern": "a"})
+    client.post("/runs", json={"input": {"n": 1}})
+    stop = _wait_stop(client)["id"]
+    dbg.step_over(stop)  # the Python API, not the server
+    gone = client.post(f"/stops/{stop}/set", json={"path": "n", "value": 3}).json()["error"]
+    assert gone["type"] == "StopNotFound"
+    assert f"stop {stop!r} has already resumed (step_over)" in gone["message"]
+    client.post("/terminate")

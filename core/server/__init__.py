@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.errors import FlowdbgError
@@ -177,11 +178,10 @@ class DebugServer:
         self._server = server
         self._thread = threading.Thread(target=run, name="flowdbg-server", daemon=True)
         self._thread.start()
-        waited = threading.Event()
-        while not server.started and self._thread.is_alive() and not waited.wait(0.01):
-            timeout -= 0.01
-            if timeout <= 0:
-                break
+        deadline = time.monotonic() + timeout
+        pause = threading.Event()  # never set: a wait on it is a short pause
+        while not server.started and self._thread.is_alive() and time.monotonic() < deadline:
+            pause.wait(0.01)
         if not server.started:
             self.close()
             why = f": {failed[0]}" if failed and str(failed[0]) else ""

@@ -187,3 +187,8 @@ def test_a_closed_server_stops_observing_the_debugger(dbg: flowdbg.Debugger) -> 
     server.close()
     app.invoke({"n": 1})
     assert server.service.journal.last_seq == seen
+
+
+def test_a_port_in_use_is_a_clear_error(dbg: flowdbg.Debugger) -> None:
+    with dbg.serve() as first, pytest.raises(ServerError, match="could not listen"):
+        DebugServer(dbg, port=first.port).start()

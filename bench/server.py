@@ -9,6 +9,8 @@ Prints JSON.
   ``POST /stops/{id}/continue`` (with the resume it causes).
 - ``events_per_s``: a run of ``--steps`` steps streamed to ``--clients`` WebSocket clients:
   events each client received per second, and whether every client got every event once.
+- ``journal_cost``: what serving adds to each step of a run (the journal's hooks run in the
+  run's thread), with no client and with one client reading the stream.
 
 Medians and the 10th-90th percentile range; budgets (issue 13): median stop-to-event and round
 trip under 5 ms. Needs the server extra, httpx and websockets.
@@ -144,6 +146,38 @@ def throughput(clients: int, steps: int) -> dict[str, Any]:
     }
 
 
+def journal_cost(steps: int, rounds: int = 7) -> dict[str, Any]:
+    """Microseconds a step costs the run more while it is served (the journal's hooks), with
+    no client and with one client reading the stream; interleaved rounds, no recording."""
+    with flowdbg.Debugger(record=False) as dbg:
+        app = dbg.attach(graph(steps))
+        limit = steps * 2 + 10
+        plain: list[float] = []
+        served: list[float] = []
+        watched: list[float] = []
+        app.invoke({"n": 0}, step_limit=limit)  # warm
+        for _ in range(rounds):
+            start = time.perf_counter()
+            app.invoke({"n": 0}, step_limit=limit)
+            plain.append(time.perf_counter() - start)
+            with dbg.serve(rate=None) as server:
+                start = time.perf_counter()
+                app.invoke({"n": 0}, step_limit=limit)
+                served.append(time.perf_counter() - start)
+                with connect(ws_url(server), max_queue=None) as ws:
+                    json.loads(ws.recv(timeout=10))
+                    start = time.perf_counter()
+                    app.invoke({"n": 0}, step_limit=limit)
+                    watched.append(time.perf_counter() - start)
+    base = statistics.median(plain)
+    return {
+        "steps": steps,
+        "plain_us_per_step": round(base / steps * 1e6, 2),
+        "served_us_per_step_added": round((statistics.median(served) - base) / steps * 1e6, 2),
+        "one_client_us_per_step_added": round((statistics.median(watched) - base) / steps * 1e6, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--stops", type=int, default=200)
@@ -158,6 +192,7 @@ def main() -> None:
         "stop_to_event_ms": latency,
         "round_trip_ms": {"status": status_rt, "continue": resume_rt},
         "events_per_s": throughput(args.clients, args.steps),
+        "journal_cost": journal_cost(args.steps),
         "budget_ms": 5,
     }
     print(json.dumps(result, indent=2))

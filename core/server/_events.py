@@ -58,6 +58,10 @@ class EventJournal:
             self._ring.append({"seq": seq, "type": type, "time": time.time(), "data": data})
             waiters = list(self._waiters)
         for loop, event in waiters:
+            # a connection already woken reads this event too (it was appended first, and it
+            # clears its flag before it reads): waking it again would only cost a syscall
+            if event.is_set():
+                continue
             try:
                 loop.call_soon_threadsafe(event.set)
             except RuntimeError:  # that loop is closed: its connection is gone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import _server_required  # noqa: F401  (skips the module without the server extra)
@@ -41,7 +42,7 @@ def test_no_request_makes_a_server_error(dbg: flowdbg.Debugger) -> None:
         strategies = [op.as_strategy(generation_mode=mode) for op in operations for mode in modes]
 
         @settings(
-            max_examples=600,
+            max_examples=int(os.environ.get("FUZZ_EXAMPLES", "600")),
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),

@@ -44,6 +44,7 @@ from flowdbg.stops import Action, Status, Stop
 if TYPE_CHECKING:
     from flowdbg.records import RunRecord
     from flowdbg.runlog import RunLog
+    from flowdbg.server import DebugServer
     from flowdbg.store import Store
     from flowdbg.timetravel import RecordedCalls
 
@@ -330,6 +331,13 @@ class Debugger:
         self._pm.register(plugin, name=name)
         self._pm.check_pending()
         self._hooks.refresh()  # the controller follows (Hooks.listen)
+
+    def unregister_plugin(self, plugin: Any) -> None:
+        """Remove an observer plugin (one given to :meth:`register_plugin` or ``plugins=``);
+        its hooks are no longer called. Removing one not registered does nothing."""
+        if self._pm.is_registered(plugin):
+            self._pm.unregister(plugin)
+            self._hooks.refresh()
 
     def adapter_for(self, target: Any) -> Adapter:
         """The adapter that accepts ``target``.
@@ -1270,6 +1278,31 @@ class Debugger:
         """End every active run: open stops and the next point of each branch raise
         :class:`flowdbg.Terminated`, which reaches the run's caller. Returns the run ids."""
         return self._ctl.terminate()
+
+    def serve(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        target: Any = None,
+        **options: Any,
+    ) -> DebugServer:
+        """Serve this debugger over HTTP and a WebSocket on a background thread (the debug
+        server; needs ``pip install 'flowdbg[server]'``). See ``docs/server.md``.
+
+        :param host: the address; loopback only unless ``token`` is given too.
+        :param port: ``0`` (the default) picks a free port.
+        :param token: the secret clients send; a random one by default (``server.token``).
+        :param target: an object clients may start runs of (``POST /runs``); attached here.
+        :param options: more :class:`flowdbg.server.DebugServer` arguments.
+        :returns: the running :class:`flowdbg.server.DebugServer` (``server.url`` has the
+            token; ``server.close()``, or use it as a context manager).
+        :raises flowdbg.server.ServerUnavailable: when the server's packages are missing.
+        """
+        from flowdbg.server import serve
+
+        return serve(self, host=host, port=port, token=token, target=target, **options)
 
     def close(self) -> None:
         """Terminate active runs, detach every target, write what is left to the store."""

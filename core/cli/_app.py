@@ -782,6 +782,12 @@ class RunCommand(click.Command):
     is_flag=True,
     help="start without the breakpoints saved by the last session of TARGET, and keep them",
 )
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="also serve the session to other processes (the debug server on a free loopback "
+    "port; its URL with the token is printed; needs the server extra)",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record the run to the database")
 @click.pass_context
@@ -799,6 +805,7 @@ def run_command(
     no_record: bool,
     output: str | None,
     no_saved_breakpoints: bool,
+    serve: bool,
     **adapter_values: Any,
 ) -> None:
     """Run TARGET under the terminal debugger.
@@ -834,20 +841,35 @@ def run_command(
         obj = load_target(target, dbg)
         _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
         options = RunOptions(config=config, resume=resume, extra=given)
-        code = debug_session(
-            dbg,
-            obj,
-            value,
-            out=out,
-            breaks=breaks,
-            break_on_exception=break_on_exception,
-            stop_on_entry=stop_on_entry,
-            db=db,
-            options=options,
-            saved=saved,
-            output=output,
-            ref=target,
-        )
+        server = None
+        if serve:
+            from ._serve import start_server
+
+            server = start_server(
+                dbg,
+                target=obj,
+                target_name=target,
+                host="127.0.0.1",
+                port=0,
+                token=os.environ.get("FLOWDBG_TOKEN") or None,
+            )
+        with contextlib.ExitStack() as stack:
+            if server is not None:
+                stack.callback(server.close)
+            code = debug_session(
+                dbg,
+                obj,
+                value,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                options=options,
+                saved=saved,
+                output=output,
+                ref=target,
+            )
     finally:
         dbg.close()
     ctx.exit(code)
@@ -1055,6 +1077,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
 
     from ._fork import runs_fork, runs_rerun
     from ._runs import runs_group
+    from ._serve import mcp_command, serve_command
 
     runs_group.add_command(runs_fork)
     runs_group.add_command(runs_rerun)
@@ -1070,6 +1093,8 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
 
     for command in (
         run_command,
+        serve_command,
+        mcp_command,
         runs_group,
         graph_group,
         adapters_command,

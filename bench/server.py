@@ -108,7 +108,7 @@ def throughput(clients: int, steps: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, flowdbg.Debugger(db=Path(tmp) / "b.db") as dbg:
         app = dbg.attach(graph(steps))
         with dbg.serve(rate=None) as server:
-            sockets = [connect(ws_url(server), max_queue=None) for _ in range(clients)]
+            sockets = [connect(ws_url(server), max_queue=None).__enter__() for _ in range(clients)]
             for ws in sockets:
                 json.loads(ws.recv(timeout=10))
             counts: list[list[int]] = [[] for _ in sockets]

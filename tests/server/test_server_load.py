@@ -23,7 +23,9 @@ def _connect(server: Any, since: int | None = None) -> Any:
     url = server.base_url.replace("http://", "ws://") + f"/events?token={server.token}"
     if since is not None:
         url += f"&since={since}"
-    return sync_client.connect(url, open_timeout=30, max_queue=None)
+    # entered, as websockets 17 wants of a connection not opened in a with block (it warns
+    # otherwise); closed by the client's own ws.close()
+    return sync_client.connect(url, open_timeout=30, max_queue=None).__enter__()
 
 
 def test_runs_held_and_released_by_many_clients_lose_no_event(dbg: flowdbg.Debugger) -> None:

@@ -314,6 +314,18 @@ def db_option(fn: Any) -> Any:
     )(fn)
 
 
+def break_option(fn: Any) -> Any:
+    """``-b/--break NODE[:after]`` for commands that start debugged runs."""
+    return click.option(
+        "-b",
+        "--break",
+        "breaks",
+        multiple=True,
+        metavar="NODE[:after]",
+        help="break before NODE (a glob), or after it with NODE:after; repeatable",
+    )(fn)
+
+
 def json_option(fn: Any) -> Any:
     """``--json`` for read commands."""
     return click.option(
@@ -750,14 +762,7 @@ class RunCommand(click.Command):
     metavar="FILE",
     help="read the input JSON from FILE ('-' for stdin)",
 )
-@click.option(
-    "-b",
-    "--break",
-    "breaks",
-    multiple=True,
-    metavar="NODE[:after]",
-    help="break before NODE (a glob), or after it with NODE:after; repeatable",
-)
+@break_option
 @click.option(
     "--config",
     "config_json",

@@ -12,6 +12,7 @@ from ._app import (
     CliError,
     _check_output,
     _make_debugger,
+    break_option,
     db_option,
     debug_session,
     json_option,
@@ -59,14 +60,7 @@ def parse_edits(texts: Sequence[str]) -> dict[str, Any]:
     metavar="PATH=VALUE",
     help="change the state first (VALUE is JSON or a Python literal); repeatable",
 )
-@click.option(
-    "-b",
-    "--break",
-    "breaks",
-    multiple=True,
-    metavar="NODE[:after]",
-    help="break before NODE (a glob), or after it with NODE:after; repeatable",
-)
+@break_option
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
 @click.option(
@@ -170,14 +164,7 @@ def runs_fork(
     show_default=True,
     help="which model and tool calls are served from RUN's record when they match it",
 )
-@click.option(
-    "-b",
-    "--break",
-    "breaks",
-    multiple=True,
-    metavar="NODE[:after]",
-    help="break before NODE (a glob), or after it with NODE:after; repeatable",
-)
+@break_option
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
 @click.option(

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, db_option
+from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, break_option, db_option
 
 __all__ = ["mcp_command", "serve_command", "server_options", "start_server"]
 
@@ -78,14 +78,7 @@ def start_server(
 @click.command("serve", context_settings=_CONTEXT)
 @click.argument("target")
 @server_options
-@click.option(
-    "-b",
-    "--break",
-    "breaks",
-    multiple=True,
-    metavar="NODE[:after]",
-    help="break before NODE (a glob), or after it with NODE:after; repeatable",
-)
+@break_option
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
 @click.option(
     "--on-disconnect",

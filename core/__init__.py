@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from flowdbg.runlog import NodeStats, RunLog, format_duration
     from flowdbg.runtime import Frame, RunScope, Unit
     from flowdbg.stops import Status, Stop, StopReason
+    from flowdbg.timetravel import ForkError, ForkPoint
 
 __version__ = "0.1.0.dev0"
 
@@ -83,6 +84,8 @@ _LAZY = {
     "Status": "flowdbg.stops",
     "Stop": "flowdbg.stops",
     "StopReason": "flowdbg.stops",
+    "ForkError": "flowdbg.timetravel",
+    "ForkPoint": "flowdbg.timetravel",
 }
 
 __all__ = [
@@ -104,6 +107,8 @@ __all__ = [
     "Event",
     "ExpressionError",
     "FlowdbgError",
+    "ForkError",
+    "ForkPoint",
     "Frame",
     "Kind",
     "Location",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
     from flowdbg.debugger import Debugger
+    from flowdbg.timetravel import ForkPoint
 
 __all__ = ["NOT_RESUMING", "Adapter", "AdapterInfo", "Capability", "Demo", "RunOptions"]
 
@@ -41,6 +42,11 @@ class Capability(str, Enum):
     HANDOFFS = "handoffs"  #: agent handoffs are units of kind "handoff"
     #: units carry the framework's superstep (``location.superstep``); without it, ``None``
     SUPERSTEPS = "supersteps"
+    #: :meth:`Adapter.fork` starts a run from a recorded state and the nodes that came next
+    FORK = "fork"
+    #: in a rerun, ``llm`` and ``tool`` units ask :meth:`flowdbg.Unit.recorded` and, when told
+    #: to, return the recorded output without running the call
+    CACHED_CALLS = "cached_calls"
 
     def __str__(self) -> str:
         return self.value
@@ -360,6 +366,57 @@ class Adapter(abc.ABC):
             f"{'under an event loop' if asynchronous else 'synchronously'}: it has no "
             f"{names[0]}() or run() method; pass a compiled graph, workflow or agent"
         )
+
+    # -- time travel: what ``Debugger.fork`` and ``flowdbg runs fork`` use --
+
+    def check_fork(self, target: Any, point: ForkPoint) -> None:
+        """Refuse, before anything runs, a fork :meth:`fork` could not start on ``target``
+        (a node the record names that the current graph no longer has, say).
+
+        :meth:`flowdbg.Debugger.fork` calls it before starting the run (the core has already
+        checked the record: see :func:`flowdbg.timetravel.plan_fork`). The default refuses
+        unless the adapter declares :attr:`Capability.FORK`.
+
+        :raises flowdbg.timetravel.ForkError: naming what does not fit and what to do.
+        """
+        from flowdbg.timetravel import ForkError
+
+        if Capability.FORK not in self.capabilities:
+            raise ForkError(
+                f"adapter {self.name!r} cannot fork runs (no capability 'fork'); rerun the "
+                "target with its input instead"
+            )
+
+    def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        """Run ``target`` once in this thread, starting from ``point``: its state
+        (``point.state``, with the user's edits applied) as the state the framework holds
+        after ``point.step``, on to the end; return what the framework's run returns.
+
+        What runs first is what the current code routes to from the forked node
+        (``point.node``) given that state, as if the node had just written it (so an edit of
+        a routing key changes the route); for a node that chose its successor itself (a
+        ``Command(goto=...)``, a handoff) the nodes the record says came next
+        (``point.next``). From step 0 (``point.node`` ``None``) the run starts at the graph's
+        entry with the run's input.
+
+        The run reports to the debugger like any run of an attached target (breakpoints,
+        stepping, recording): ``target`` is attached before the call, and the debugger records
+        the new run's lineage itself. The state is as the store gives it back (plain JSON
+        values): an adapter turns it into the framework's own objects where it can. It must
+        not need anything of the original run's process (a checkpointer, a thread).
+
+        The default refuses (:meth:`check_fork`).
+
+        :raises flowdbg.timetravel.ForkError: when the fork cannot be started.
+        """
+        self.check_fork(target, point)
+        raise NotImplementedError(f"adapter {self.name!r} declares 'fork' but has no fork()")
+
+    async def afork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        """The async form of :meth:`fork`, used when :meth:`is_async` says so. The default runs
+        :meth:`fork` (in the event loop's thread: override it for frameworks that need the
+        loop)."""
+        return self.fork(target, point, options)
 
     def cli_options(self) -> Sequence[click.Parameter]:
         """Options this adapter adds to ``flowdbg run`` (``click.Option`` objects).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect as _inspect
 import logging
 import os
@@ -41,8 +42,11 @@ from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
 
 if TYPE_CHECKING:
+    from flowdbg.records import RunRecord
     from flowdbg.runlog import RunLog
+    from flowdbg.server import DebugServer
     from flowdbg.store import Store
+    from flowdbg.timetravel import RecordedCalls
 
 log = logging.getLogger("flowdbg")
 
@@ -72,6 +76,18 @@ class RunHandle:
         self._started = threading.Event()
         self._value: Any = None
         self._exc: BaseException | None = None
+        #: recorded with the first run the callable starts: its target's reference, and
+        #: ``(origin, run id, step)`` of the run it was made from (set by fork and rerun)
+        self._target_ref: str | None = None
+        self._made_from: tuple[str, str, int | None] | None = None
+        #: ``(state,)``: the run's recorded input is the state a fork starts from (what the
+        #: callable passes its framework may be a command to go on from there)
+        self._start_input: tuple[Any] | None = None
+        #: a rerun's recorded calls, served to the run it starts
+        self._calls: RecordedCalls | None = None
+        #: for :meth:`Debugger.rerun`: the recorded calls, with how many were served and run
+        #: live, and the first call of each branch that differed from the record
+        self.calls: RecordedCalls | None = None
         label = name or getattr(fn, "__qualname__", None) or repr(fn)
         self._thread = threading.Thread(target=self._work, name=f"flowdbg-run:{label}", daemon=True)
 
@@ -212,6 +228,8 @@ class Debugger:
         self._hooks = Hooks(self._pm, self)
         self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
         self._attached: dict[int, tuple[Any, Adapter]] = {}
+        #: the reference of each attached target (given, or looked up at its first run)
+        self._refs: dict[int, str | None] = {}
         self._installed: dict[str, Adapter] = {}
         self._adapters = self._collect_adapters(entry_points)
         if record is None:
@@ -314,6 +332,13 @@ class Debugger:
         self._pm.check_pending()
         self._hooks.refresh()  # the controller follows (Hooks.listen)
 
+    def unregister_plugin(self, plugin: Any) -> None:
+        """Remove an observer plugin (one given to :meth:`register_plugin` or ``plugins=``);
+        its hooks are no longer called. Removing one not registered does nothing."""
+        if self._pm.is_registered(plugin):
+            self._pm.unregister(plugin)
+            self._hooks.refresh()
+
     def adapter_for(self, target: Any) -> Adapter:
         """The adapter that accepts ``target``.
 
@@ -335,9 +360,16 @@ class Debugger:
             msg += f" (unavailable: {missing})"
         raise AdapterNotFound(msg + ". Attach a compiled graph, workflow or agent instead.")
 
-    def attach(self, target: Any) -> Any:
+    def attach(self, target: Any, *, ref: str | None = None) -> Any:
         """Instrument ``target`` (a compiled graph, workflow, agent...). Idempotent.
 
+        :param ref: how to import the target again, ``path/to/file.py:obj`` or
+            ``package.module:obj`` (``obj()`` for a function building it), recorded with each
+            of its runs so that :meth:`fork` and ``flowdbg runs fork`` find the current code
+            (a file path is made absolute). Without it, the first run looks for the target
+            among the attributes of the loaded modules (a module-level ``app = ...``: the
+            script's file for ``__main__``, else the module's name); a target built inside a
+            function gets no reference, and a fork of its runs needs ``target=``.
         :returns: ``target`` itself, for chaining.
         :raises AdapterNotFound: no adapter accepts ``target``.
         :raises AdapterUnavailable: its adapter's framework is not installed.
@@ -348,6 +380,10 @@ class Debugger:
                 return target
             adapter.attach(target, self)
             self._attached[id(target)] = (target, adapter)
+            if ref is not None:
+                from flowdbg._lineage import normalize_reference
+
+                self._refs[id(target)] = normalize_reference(ref)
         return target
 
     def install(self, adapter: str) -> None:
@@ -399,8 +435,10 @@ class Debugger:
                 for obj, adapter in list(self._attached.values()):
                     adapter.detach(obj)
                 self._attached.clear()
+                self._refs.clear()
             else:
                 entry = self._attached.pop(id(target), None)
+                self._refs.pop(id(target), None)
                 detached = [] if entry is None else [target]
                 if entry is not None:
                     entry[1].detach(entry[0])
@@ -454,8 +492,35 @@ class Debugger:
         if parent is _AUTO:
             parent = current_unit()
         return self._ctl.begin_run(
-            framework=framework, name=name, input=input, parent=parent, target=target
+            framework=framework,
+            name=name,
+            input=input,
+            parent=parent,
+            target=target,
+            lineage=self._lineage,
         )
+
+    def _lineage(
+        self, target: Any
+    ) -> tuple[
+        str | None, tuple[str, str, int | None] | None, tuple[Any] | None, RecordedCalls | None
+    ]:
+        """The reference, origin, (for a fork) input and (for a rerun) recorded calls of a new
+        top-level run of ``target``."""
+        handle = _RUN_HANDLE.get()
+        ref: str | None = None
+        made_from = start = calls = None
+        if handle is not None and handle.debugger is self and handle.run_id is None:
+            ref, made_from = handle._target_ref, handle._made_from
+            start, calls = handle._start_input, handle._calls
+        if ref is None and target is not None and id(target) in self._attached:
+            key = id(target)
+            if key not in self._refs:  # looked up once per attached target
+                from flowdbg._lineage import module_reference
+
+                self._refs[key] = module_reference(target)
+            ref = self._refs[key]
+        return ref, made_from, start, calls
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an
@@ -804,6 +869,208 @@ class Debugger:
         handle._start()
         return handle
 
+    def fork(
+        self,
+        run_id: str,
+        step: int,
+        edits: Mapping[str, Any] | None = None,
+        target: Any = None,
+    ) -> RunHandle:
+        """Start a new run of the *current* code of a recorded run's target from the state
+        the record holds after ``step``, in a worker thread.
+
+        What runs first is what the current code routes to from the step's node given that
+        state (edited: an edit of a routing key changes the route), or, for a node that chose
+        its successor itself (a ``Command(goto=...)``, a ``Goto``), the nodes the record says
+        came next. The run goes on under this debugger like any run (breakpoints, stepping,
+        recording); the record names the run it came from and the step (``origin``
+        ``"fork"``, ``forked_from``, ``fork_step``), which ``flowdbg runs show`` and ``runs ls
+        --tree`` show.
+
+        :param run_id: the recorded run (an id or a unique prefix) in :attr:`store`.
+        :param step: the step to start after; ``0`` starts from the run's input. A step
+            inside a node (a tool or model call), one that ran beside parallel nodes, one
+            that did not complete or whose values were recorded ``partial`` is refused.
+        :param edits: ``{path: value}`` applied to the recorded state first, paths as
+            :meth:`set` takes them (``"messages[-1].content"``).
+        :param target: the object to run (attached if it is not), or a reference
+            (``"app.py:graph"``, ``"pkg.mod:graph"``) to import; by default the reference
+            the run recorded (see :meth:`attach`).
+        :returns: the :class:`RunHandle` of the new run.
+        :raises flowdbg.timetravel.ForkError: when recording is off, the step cannot be
+            forked from (the message names those that can), the run recorded no target and
+            none is given, the target is of another framework, or its adapter cannot fork.
+        :raises flowdbg.store.RunNotFound: for an unknown run.
+        """
+        point, target, ref, adapter = self._prepare_fork(run_id, step, edits, target)
+        short = point.run.run_id[:8]
+        self.attach(target, ref=ref)
+        run = adapter.afork if adapter.is_async(target) else adapter.fork
+        handle = RunHandle(self, run, (target, point), {}, name=f"fork of {short}")
+        handle._target_ref = self._refs.get(id(target))
+        handle._made_from = ("fork", point.run.run_id, point.step)
+        handle._start_input = (point.state,)
+        handle._start()
+        return handle
+
+    def _prepare_fork(
+        self, run_id: str, step: int, edits: Mapping[str, Any] | None, target: Any
+    ) -> tuple[Any, Any, str | None, Adapter]:
+        """Check a fork before it starts: ``(point, target, reference, adapter)``."""
+        from flowdbg.timetravel import plan_fork
+
+        run, target, ref, adapter = self._made_from_run(run_id, target, Capability.FORK)
+        point = plan_fork(self._recording_store(), run.run_id, step, edits)
+        adapter.check_fork(target, point)
+        return point, target, ref, adapter
+
+    def _recording_store(self) -> Store:
+        from flowdbg.timetravel import ForkError
+
+        store = self.store
+        if store is None:
+            raise ForkError(
+                "this debugger does not record (record=False or FLOWDBG_RECORD=0), so it has "
+                "no runs to fork or rerun; create it with record=True and db= the database of "
+                "the run"
+            )
+        return store
+
+    def _made_from_run(
+        self, run_id: str, target: Any, capability: Capability | None
+    ) -> tuple[RunRecord, Any, str | None, Adapter]:
+        """The recorded run a new run is made from, the target to run (given, or loaded from
+        the reference the run recorded), its reference and its adapter, checked."""
+        from flowdbg.timetravel import ForkError
+
+        run = self._recording_store().get_run(run_id)
+        short = run.run_id[:8]
+        if run.parent_run_id is not None:
+            raise ForkError(
+                f"run {short} is nested in run {run.parent_run_id[:8]} (at its step "
+                f"{run.parent_step}); use the top-level run instead"
+            )
+        ref = target if isinstance(target, str) else None
+        if target is None:
+            ref = run.target
+            if ref is None:
+                raise ForkError(
+                    f"run {short} recorded no target reference (its target was not a module "
+                    "attribute and none was given to attach(ref=...)); pass target= the graph "
+                    "to run, or its reference ('app.py:graph')"
+                )
+        if ref is not None:
+            from flowdbg._lineage import live_object
+            from flowdbg.cli._target import TargetError, load_target
+
+            found, target = live_object(ref)
+            if not found:
+                if _LOADING.get():
+                    raise ForkError(
+                        f"importing the target {ref} forked again: the file runs a fork when "
+                        "it is imported; put that code under if __name__ == '__main__':"
+                    )
+                token = _LOADING.set(True)
+                try:
+                    target = load_target(ref, self)
+                except TargetError as exc:
+                    raise ForkError(f"cannot load the target of run {short}: {exc}") from exc
+                finally:
+                    _LOADING.reset(token)
+        adapter = self.adapter_for(target)
+        if adapter.name != run.framework:
+            raise ForkError(
+                f"run {short} is a {run.framework} run, but the target given is a "
+                f"{adapter.name} object; give the {run.framework} target it ran"
+            )
+        if capability is not None and capability not in adapter.capabilities:
+            doing = "fork runs" if capability is Capability.FORK else "serve recorded calls"
+            raise ForkError(
+                f"adapter {adapter.name!r} cannot {doing} (no capability {capability.value!r})"
+                + (
+                    "; run the target again with its input instead"
+                    if doing == "fork runs"
+                    else "; rerun with cached_calls='none' to run every call live"
+                )
+            )
+        return run, target, ref, adapter
+
+    def rerun(
+        self,
+        run_id: str,
+        cached_calls: str = "all",
+        target: Any = None,
+        *,
+        until_divergence: bool = False,
+    ) -> RunHandle:
+        """Run a recorded run again from its input with the *current* code of its target, in a
+        worker thread, serving its model and tool calls from the record where nothing changed.
+
+        A call (a unit of kind ``llm`` or ``tool``) whose name and input equal those of the
+        call at the same position of its branch in the record gets the recorded output without
+        running: no model is asked, no tool runs. The first call of a branch that differs
+        (another input, another call) runs live, and every later call of that branch too. A
+        branch is where calls are made: the node making them (with the subgraph nodes above
+        it); a position counts the calls made there, in order. Served units are marked
+        ``cached`` in the record (``StepRecord.cached``) and the run log. The run goes on under
+        this debugger like any run (a breakpoint before a call that is then served holds
+        there; an edit of its input makes it run live).
+
+        :param run_id: the recorded run (an id or a unique prefix) in :attr:`store`.
+        :param cached_calls: which calls may be served: ``"all"``, ``"llm"``, ``"tool"`` or
+            ``"none"`` (every call runs live: a plain rerun).
+        :param target: the object to run, or its reference; by default the run's recorded
+            reference (see :meth:`fork`).
+        :param until_divergence: end the run at the first call that differs from the record
+            instead of making it: the run ends ``terminated`` and ``result()`` raises
+            :class:`flowdbg.timetravel.Diverged` (a :class:`flowdbg.Terminated`) naming it.
+        :returns: the :class:`RunHandle` of the new run; ``handle.calls`` counts the calls
+            served and run live, and names the first that differed in each branch.
+        :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, it
+            recorded no target and none is given, the target is of another framework, or
+            its adapter cannot serve recorded calls (only ``"none"`` then).
+        :raises ValueError: for an unknown ``cached_calls``.
+        """
+        from flowdbg.timetravel import CACHED_CALLS, RecordedCalls
+
+        if cached_calls not in CACHED_CALLS:
+            raise ValueError(
+                f"cached_calls must be one of {', '.join(map(repr, CACHED_CALLS))}, not "
+                f"{cached_calls!r}"
+            )
+        needs = None if cached_calls == "none" else Capability.CACHED_CALLS
+        run, target, ref, adapter = self._made_from_run(run_id, target, needs)
+        if run.origin == "fork":  # its input is a state from the middle of another run
+            from flowdbg.timetravel import ForkError
+
+            raise ForkError(
+                f"run {run.run_id[:8]} is a fork of run {(run.forked_from or '?')[:8]} after "
+                f"step {run.fork_step}: its input is the state it started from, not a run's "
+                "input; fork that run again after that step instead"
+            )
+        store = self._recording_store()
+        steps: list[Any] = []
+        pending = [run.run_id]
+        while pending:  # the run's calls and those of its nested runs (subgraphs)
+            current = pending.pop()
+            steps.extend(s for s in store.get_steps(current) if s.kind in CACHED_CALLS["all"])
+            pending.extend(child.run_id for child in store.list_runs(parent=current, limit=None))
+        calls = RecordedCalls(
+            steps,
+            CACHED_CALLS[cached_calls],
+            redact=getattr(store, "_redact", None),
+            until_divergence=until_divergence,
+        )
+        self.attach(target, ref=ref)
+        method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
+        short = run.run_id[:8]
+        handle = RunHandle(self, method, (target, run.input), {}, name=f"rerun of {short}")
+        handle._target_ref = self._refs.get(id(target))
+        handle._made_from = ("rerun", run.run_id, None)
+        handle._calls = handle.calls = calls
+        handle._start()
+        return handle
+
     def wait_for_stop(self, timeout: float | None = None) -> Stop | None:
         """Wait for a stop.
 
@@ -1012,6 +1279,31 @@ class Debugger:
         :class:`flowdbg.Terminated`, which reaches the run's caller. Returns the run ids."""
         return self._ctl.terminate()
 
+    def serve(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        target: Any = None,
+        **options: Any,
+    ) -> DebugServer:
+        """Serve this debugger over HTTP and a WebSocket on a background thread (the debug
+        server; needs ``pip install 'flowdbg[server]'``). See ``docs/server.md``.
+
+        :param host: the address; loopback only unless ``token`` is given too.
+        :param port: ``0`` (the default) picks a free port.
+        :param token: the secret clients send; a random one by default (``server.token``).
+        :param target: an object clients may start runs of (``POST /runs``); attached here.
+        :param options: more :class:`flowdbg.server.DebugServer` arguments.
+        :returns: the running :class:`flowdbg.server.DebugServer` (``server.url`` has the
+            token; ``server.close()``, or use it as a context manager).
+        :raises flowdbg.server.ServerUnavailable: when the server's packages are missing.
+        """
+        from flowdbg.server import serve
+
+        return serve(self, host=host, port=port, token=token, target=target, **options)
+
     def close(self) -> None:
         """Terminate active runs, detach every target, write what is left to the store."""
         if self._ctl.active_runs or self._ctl.stops:
@@ -1116,6 +1408,8 @@ class Debugger:
 
 
 _FALSE = frozenset({"0", "false", "no", "off"})
+#: set while a fork imports its target (a file that forks when imported must not loop)
+_LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("flowdbg_loading", default=False)
 
 
 def _view_and_path(path: str, source: str | None) -> tuple[str | None, str]:

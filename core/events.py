@@ -212,6 +212,15 @@ class RunInfo:
     tags: dict[str, str] = field(default_factory=dict)
     #: the step of the parent run's unit that started this run (``None`` for a top-level run)
     parent_step: int | None = None
+    #: how to import the target again (``path/to/file.py:obj`` or ``package.module:obj``), for
+    #: forks of the run; ``None`` when unknown (nested runs leave it to their top-level run)
+    target: str | None = None
+    #: how the run came about from another run: ``"fork"``, ``"rerun"`` or ``"rewind"``;
+    #: ``None`` for a run started afresh
+    origin: str | None = None
+    #: the run it was made from (``origin`` says how), and the step of that run it starts after
+    forked_from: str | None = None
+    fork_step: int | None = None
 
     @property
     def duration(self) -> float | None:
@@ -235,4 +244,8 @@ class RunInfo:
             "error": None if self.error is None else ErrorInfo.of(self.error).to_dict(),
             "tags": dict(self.tags),
             "parent_step": self.parent_step,
+            "target": self.target,
+            "origin": self.origin,
+            "forked_from": self.forked_from,
+            "fork_step": self.fork_step,
         }

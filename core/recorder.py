@@ -83,6 +83,7 @@ def step_fields(unit: Unit) -> tuple[Any, ...]:
         None if error is None else ErrorInfo.of(error),
         False,
         unit.child_run_id,
+        unit.cached,
     )
 
 
@@ -110,7 +111,31 @@ def run_record(info: RunInfo) -> RunRecord:
         pid=os.getpid(),
         host=_HOST,
         tags=dict(info.tags),
+        target=info.target,
+        origin=info.origin,
+        forked_from=info.forked_from,
+        fork_step=info.fork_step,
     )
+
+
+#: the kinds of the units whose input the recorder takes as it was at the call
+_CALL_KINDS = frozenset({"llm", "tool"})
+#: how deep :func:`_containers` copies (a deeper value is kept as it is)
+_COPY_DEPTH = 32
+
+
+def _containers(value: Any, depth: int) -> Any:
+    """``value`` with its dicts, lists and tuples copied (their items in turn), the rest kept."""
+    if depth > _COPY_DEPTH:
+        return value
+    kind = type(value)
+    if kind is dict:
+        return {key: _containers(item, depth + 1) for key, item in value.items()}
+    if kind is list:
+        return [_containers(item, depth + 1) for item in value]
+    if kind is tuple:
+        return tuple(_containers(item, depth + 1) for item in value)
+    return value
 
 
 class Recorder:
@@ -181,6 +206,14 @@ class Recorder:
                         self.max_queue,
                     )
                 return
+        if unit.kind in _CALL_KINDS:
+            # A model or tool call's input is often a list its node goes on changing once the
+            # call returned (a message history it appends to): the writer, reading it later,
+            # would record the changed list. Keep its containers as they are now (a copy of
+            # the dicts and lists only: the values in them, such as message objects, are not
+            # copied, which costs little next to a call).
+            self._put("call", (unit, _containers(unit.record_value("input"), 0)))
+            return
         self._put("step", unit)
 
     def _wait_for_room(self) -> None:
@@ -261,6 +294,15 @@ class Recorder:
                     steps.append(step_fields(item))
                 except Exception:  # never let one bad record stop the writer
                     log.exception("flowdbg could not record a step; it is skipped")
+            elif kind == "call":
+                # a call recorded with the input it was given (taken at its after point,
+                # before the framework could change the arguments' objects)
+                unit, taken_input = item
+                try:
+                    fields = step_fields(unit)
+                    steps.append((*fields[:11], taken_input, *fields[12:]))
+                except Exception:
+                    log.exception("flowdbg could not record a call; it is skipped")
             elif kind == "run":
                 started.append(item)
             else:

@@ -12,7 +12,7 @@ from typing import Any
 
 from flowdbg.events import ErrorInfo
 
-__all__ = ["RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
+__all__ = ["ORIGINS", "RUN_STATUSES", "STEP_STATUSES", "RunRecord", "StepRecord"]
 
 #: ``interrupted``: the run was left ``running`` by a process that no longer exists;
 #: ``suspended``: it ended waiting for the framework's own resume (a LangGraph ``interrupt()``).
@@ -22,6 +22,10 @@ RUN_STATUSES = ("running", "completed", "failed", "terminated", "interrupted", "
 #: ``interrupt()`` waiting for ``Command(resume=...)``); ``terminated``: the debugger ended
 #: the run while the unit ran or was stopped (not an error of the unit).
 STEP_STATUSES = ("running", "completed", "failed", "suspended", "terminated")
+#: how a run can come from another: ``fork``: started from the state after one of its steps
+#: (``flowdbg runs fork``); ``rerun``: run again from its input; ``rewind``: a branch restarted
+#: from an earlier step while the run was live
+ORIGINS = ("fork", "rerun", "rewind")
 
 
 @dataclass(slots=True)
@@ -49,6 +53,8 @@ class StepRecord:
     partial: bool = False
     #: id of the child run this unit started (a subgraph, a nested workflow), if any
     child_run_id: str | None = None
+    #: a rerun served the unit's output from the recorded run instead of running it
+    cached: bool = False
 
     @property
     def duration(self) -> float | None:
@@ -85,6 +91,14 @@ class RunRecord:
     host: str | None = None
     #: the number of steps recorded (filled by stores)
     step_count: int | None = None
+    #: how to import the target again (``path/to/file.py:obj`` or ``package.module:obj``)
+    target: str | None = None
+    #: ``"fork"``, ``"rerun"`` or ``"rewind"`` for a run made from another one (see
+    #: :data:`ORIGINS`), else ``None``
+    origin: str | None = None
+    #: the run this one was made from, and the step of it that this one starts after
+    forked_from: str | None = None
+    fork_step: int | None = None
 
     @property
     def duration(self) -> float | None:

@@ -246,6 +246,7 @@ class RunLog:
                 decision=item.get("decision"),
                 error=_error_from_dict(item.get("error")),
                 child_run_id=item.get("child_run_id"),
+                cached=bool(item.get("cached", False)),
             )
             for item in data.get("steps", ())
         ]
@@ -620,7 +621,8 @@ def _indent(level: int, depth: int) -> str:
 
 
 def _status(step: StepRecord) -> str:
-    return step.status if step.attempt <= 1 else f"{step.status}, attempt {step.attempt}"
+    status = step.status if step.attempt <= 1 else f"{step.status}, attempt {step.attempt}"
+    return f"{status}, cached" if step.cached else status
 
 
 def _link(children: list[RunLog]) -> str:
@@ -901,4 +903,5 @@ def _step_dict(step: StepRecord) -> dict[str, Any]:
         "decision": jsonable(step.decision),
         "error": _error_dict(step.error),
         "child_run_id": step.child_run_id,
+        "cached": step.cached,
     }

@@ -36,6 +36,7 @@ from flowdbg.events import ErrorInfo, Location, Position, RunInfo, RunStatus
 if TYPE_CHECKING:
     from flowdbg.controller import Controller
     from flowdbg.records import StepRecord
+    from flowdbg.timetravel import RecordedCalls
 
 __all__ = ["Frame", "RunScope", "Unit", "current_unit"]
 
@@ -60,6 +61,8 @@ _BEFORE = Position.BEFORE.value
 _AFTER = Position.AFTER.value
 _ERROR = Position.ERROR.value
 _RUNNING = RunStatus.RUNNING
+#: the unit kinds a rerun may serve from the record
+_CALL_KINDS = frozenset({"llm", "tool"})
 # The RunHandle whose worker thread this is (set by Debugger.start); learns its run's id.
 _RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "flowdbg_run_handle", default=None
@@ -89,6 +92,7 @@ class RunScope:
         "_root",
         "_unsettled",
         "adapter_data",
+        "calls",
         "check_edit",
         "children",
         "ctl",
@@ -120,6 +124,9 @@ class RunScope:
         self.check_edit: Callable[[Unit, str, Any], None] | None = None
         #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
         self.adapter_data: Any = None
+        #: a rerun's recorded model and tool calls (top-level runs of a rerun only; see
+        #: :meth:`Unit.recorded`)
+        self.calls: RecordedCalls | None = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
         self._counter = itertools.count(1)
@@ -354,6 +361,7 @@ class Unit:
         "_token",
         "attempt",
         "branch",
+        "cached",
         "cause",
         "check_edit",
         "child_run_id",
@@ -413,6 +421,8 @@ class Unit:
         self._token: contextvars.Token[Unit | None] | None = None
         self._frame: Frame | None = None
         self.child_run_id: str | None = None
+        #: its output was served from a recorded run instead of running it (see :meth:`recorded`)
+        self.cached = False
         # What the run log and the recorder keep of the unit. To keep this constructor cheap
         # (it runs for every node) these are set when known: started_at and input in before,
         # output, state and decision in after, status, exception and ended_at when
@@ -719,7 +729,9 @@ class Unit:
         """
         input = self.before(state=state, input=input)
         try:
-            output = fn(input)
+            served, output = self.recorded(input)
+            if not served:
+                output = fn(input)
         except suspend_on as exc:
             self.discard(exc, status="suspended")
             raise
@@ -743,9 +755,11 @@ class Unit:
         """Async form of :meth:`call`: ``fn(input)`` is awaited when it returns an awaitable."""
         input = await self.abefore(state=state, input=input)
         try:
-            output = fn(input)
-            if inspect.isawaitable(output):
-                output = await output
+            served, output = self.recorded(input)
+            if not served:
+                output = fn(input)
+                if inspect.isawaitable(output):
+                    output = await output
         except suspend_on as exc:
             self.discard(exc, status="suspended")
             raise
@@ -758,6 +772,33 @@ class Unit:
                 raise
             raise raised from exc
         return await self.aafter(output=output, state=state, decision=_decided(decide, output))
+
+    def recorded(self, input: Any, *, serve: bool = True) -> tuple[bool, Any]:
+        """Whether to serve this call from the record instead of running it: in a rerun with
+        recorded calls (:meth:`flowdbg.Debugger.rerun`), a model or tool call whose name and
+        input match the call at the same position of its branch in the recorded run.
+
+        An adapter declaring :attr:`flowdbg.Capability.CACHED_CALLS` calls it after the before
+        point, with the input the call is about to get (edits at the stop included); on
+        ``(True, output)`` it does not run the call and reports ``output`` at the after point
+        as if the call had returned it. :meth:`call` and :meth:`acall` do this by themselves.
+
+        A call the adapter only observes (it cannot keep it from running) asks with
+        ``serve=False``, so that it takes its position in its branch (and a difference there
+        makes the branch live) while it runs. A unit's first question is the one that counts.
+
+        :returns: ``(True, the recorded output)`` (the unit is marked :attr:`cached`), or
+            ``(False, None)``: run the call.
+        :raises flowdbg.timetravel.Diverged: in a rerun ``until_divergence``, at the first call
+            that differs from the record.
+        """
+        calls = self.run.root.calls
+        if calls is None or self.kind not in _CALL_KINDS:
+            return False, None
+        served, output = calls.serve(self, input, servable=serve)
+        if served:
+            self.cached = True
+        return served, output
 
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
         if status == "failed" and isinstance(exc, asyncio.CancelledError):

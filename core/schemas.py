@@ -35,16 +35,19 @@ __all__ = [
     "AdapterEntry",
     "Adapters",
     "BreakpointInfo",
+    "CallsServed",
     "ConditionalEdge",
     "DebuggerStatus",
     "Divergence",
     "Edge",
     "Envelope",
     "Error",
+    "ForkTree",
     "Graph",
     "GraphInspect",
     "GraphNode",
     "IgnoredDifference",
+    "LiveCall",
     "Location",
     "NodeDelta",
     "ReplayAfter",
@@ -55,11 +58,14 @@ __all__ = [
     "RunStatusName",
     "RunTree",
     "RunsDiff",
+    "RunsFork",
     "RunsLs",
     "RunsReplay",
+    "RunsRerun",
     "RunsShow",
     "RunsState",
     "RunsSteps",
+    "RunsTimeline",
     "ShowFilters",
     "StateChange",
     "StateKey",
@@ -80,6 +86,7 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # keeps the two in step.
 RunStatusName = Literal["running", "completed", "failed", "terminated", "interrupted", "suspended"]
 StepStatusName = Literal["running", "completed", "failed", "suspended", "terminated"]
+Origin = Literal["fork", "rerun", "rewind"]
 DebuggerStateName = Literal["idle", "running", "stopped", "terminated"]
 
 Seconds = Annotated[float, Field(ge=0)]
@@ -131,6 +138,16 @@ class Run(_Shape):
     tags: dict[str, str] = Field(description="labels such as a LangGraph thread_id")
     pid: int | None = Field(description="the process that recorded it")
     host: str | None
+    target: str | None = Field(
+        description="how to import its target again (path/to/file.py:obj or module:obj), "
+        "null when unknown"
+    )
+    origin: Origin | None = Field(
+        description="how it was made from run forked_from: fork (from the state after step "
+        "fork_step), rerun (from its input) or rewind; null for a run started afresh"
+    )
+    forked_from: str | None = Field(description="the run it was made from")
+    fork_step: int | None = Field(description="the step of forked_from it starts after")
 
 
 class RunDetail(Run):
@@ -162,6 +179,9 @@ class Step(_Shape):
     error: Error | None
     partial: bool = Field(description="some value could not be recorded and is shown by repr")
     child_run_id: str | None = Field(description="the run this unit started (a subgraph)")
+    cached: bool = Field(
+        description="a rerun served its output from the recorded run instead of running it"
+    )
 
 
 class StepDetail(Step):
@@ -182,12 +202,24 @@ class RunTree(_Shape):
 # ------------------------------------------------------------------------------ runs commands
 
 
+class ForkTree(_Shape):
+    """A run listed by runs ls --tree and the runs listed that were made from it."""
+
+    run_id: str
+    forks: list[ForkTree] = Field(description="its forks, reruns and rewinds, oldest first")
+
+
 class RunsLs(_Shape):
     """flowdbg runs ls --json: the runs that match, newest first."""
 
     db: str = Field(description="the database file")
     count: Count
     runs: list[Run]
+    tree: list[ForkTree] | Absent = Field(
+        default=None,
+        description="with --tree: the runs listed that were not made from another run listed, "
+        "each with those made from it",
+    )
 
 
 class ShowFilters(_Shape):
@@ -206,6 +238,69 @@ class RunsShow(_Shape):
         description="nested runs; their steps and children only with --tree"
     )
     filters: ShowFilters
+
+
+class RunsFork(_Shape):
+    """flowdbg runs fork --json: the new run, run to its end without stopping."""
+
+    run: RunDetail = Field(
+        description="the fork: origin 'fork', forked_from and fork_step say where it started; "
+        "its input is the state it started from"
+    )
+    steps: list[Step] = Field(description="the steps the fork ran")
+    edits: dict[str, Any] = Field(description="the --set edits applied first, path -> value")
+
+
+class LiveCall(_Shape):
+    """The first call of a branch that ran live in a rerun where the record had a call."""
+
+    branch: list[str] = Field(description="the units the call is inside, from the run down")
+    kind: Kind
+    name: str
+    recorded_name: str | None = Field(description="the call the record has at that position")
+    recorded_step: int | None = Field(description="its step in the recorded run")
+    reason: Literal["input", "name", "partial", "extra"] = Field(
+        description="input: its input differs; name: another call; partial: the recorded "
+        "values are incomplete; extra: the record has no more calls there"
+    )
+    input: Any = Field(description="the call's input in the rerun")
+    recorded_input: Any = Field(description="the recorded call's input")
+
+
+class CallsServed(_Shape):
+    """What a rerun served from the record."""
+
+    cached_calls: Literal["all", "llm", "tool", "none"]
+    until_divergence: bool = Field(
+        description="the rerun ended at the first call that differed instead of making it"
+    )
+    served: Count = Field(description="calls given their recorded output without running")
+    live: Count = Field(description="calls that ran")
+    saved_seconds: Seconds = Field(description="what the served calls took in the recorded run")
+    saved_tokens: Count = Field(
+        description="the tokens the served replies report (their usage's total_tokens)"
+    )
+    diverged: list[LiveCall] = Field(description="per branch, the first call that differed")
+
+
+class RunsRerun(_Shape):
+    """flowdbg runs rerun --json: the new run, run to its end without stopping."""
+
+    run: RunDetail = Field(description="the rerun: origin 'rerun', forked_from the run")
+    steps: list[Step] = Field(description="its steps; cached: served from the record")
+    calls: CallsServed
+
+
+class RunsTimeline(_Shape):
+    """flowdbg runs timeline --json: a run and the runs made from it, as a tree."""
+
+    run: Run
+    cached: Count = Field(description="its steps a rerun served from the record")
+    divergence: Divergence | None = Field(
+        description="for a rerun: where it first departs from the run it was made from (null: "
+        "the same path and states); null for the others (a fork starts after fork_step)"
+    )
+    made: list[RunsTimeline] = Field(description="the runs made from it, oldest first")
 
 
 class WrittenBy(_Shape):
@@ -449,6 +544,9 @@ class Envelope(_Shape):
 #: command -> the model of its ``--json`` data
 COMMANDS: dict[str, type[BaseModel]] = {
     "runs ls": RunsLs,
+    "runs fork": RunsFork,
+    "runs rerun": RunsRerun,
+    "runs timeline": RunsTimeline,
     "runs show": RunsShow,
     "runs state": RunsState,
     "runs steps": RunsSteps,

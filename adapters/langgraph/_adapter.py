@@ -14,6 +14,7 @@ from flowdbg.patching import LOCK
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
+    from flowdbg.timetravel import ForkPoint
 
 __all__ = ["LangGraphAdapter"]
 
@@ -122,6 +123,10 @@ class LangGraphAdapter(Adapter):
             Capability.TOOL_CALLS,
             Capability.LLM_CALLS,
             Capability.SUPERSTEPS,
+            Capability.FORK,
+            # model replies served through LangChain's cache (_replay.py), ToolNode calls
+            # through their wrapper (Unit.call)
+            Capability.CACHED_CALLS,
             # Not TOOL_ARG_EDITING: the arguments and results of the calls a ToolNode makes (an
             # agent's tools node) can be edited, through its wrap_tool_call hook, but a tool a
             # node calls itself is seen through LangChain callbacks, which get a copy; editing
@@ -209,6 +214,25 @@ class LangGraphAdapter(Adapter):
         self.check_run(target, options)
         config = _config(options)
         return await target.ainvoke(_input(input, options), config)
+
+    # -- forks (see _fork.py): a copy of the graph with a checkpointer of its own --
+
+    def check_fork(self, target: Any, point: ForkPoint) -> None:
+        from flowdbg.adapters.langgraph import _fork
+
+        _fork.check_fork(target, point)
+
+    def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        from flowdbg.adapters.langgraph import _fork
+
+        _fork.check_fork(target, point)
+        return _fork.fork(target, point, options)
+
+    async def afork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        from flowdbg.adapters.langgraph import _fork
+
+        _fork.check_fork(target, point)
+        return await _fork.afork(target, point, options)
 
     def failure_hint(self, target: Any, error: BaseException, options: RunOptions) -> str | None:
         # A graph compiled with a checkpointer refuses a run without a thread ("Checkpointer

@@ -193,6 +193,8 @@ class CallHandler(_Calls, BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            if unit.run.root.calls is not None:  # a rerun: a model that asked no cache ran
+                unit.recorded(unit.record_value("input"), serve=False)  # live, in its place
             output, message = self._reply(response)
             edited = unit.after(output=output, state=unit.state_before)
             self._edited_reply(output, message, edited)
@@ -218,7 +220,9 @@ class CallHandler(_Calls, BaseCallbackHandler):
             return
         unit = self._unit(run_id, str(name or (serialized or {}).get("name") or "tool"), "tool")
         if unit is not None:
-            unit.before(state=_node_state(unit), input=_tool_args(inputs, input_str))
+            args = unit.before(state=_node_state(unit), input=_tool_args(inputs, input_str))
+            if unit.run.root.calls is not None:  # a rerun: it runs live, in its position
+                unit.recorded(args, serve=False)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
@@ -270,6 +274,8 @@ class AsyncCallHandler(_Calls, AsyncCallbackHandler):
     async def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
         if unit is not None:
+            if unit.run.root.calls is not None:
+                unit.recorded(unit.record_value("input"), serve=False)
             output, message = self._reply(response)
             edited = await unit.aafter(output=output, state=unit.state_before)
             self._edited_reply(output, message, edited)
@@ -294,7 +300,9 @@ class AsyncCallHandler(_Calls, AsyncCallbackHandler):
         unit = self._unit(run_id, str(name or (serialized or {}).get("name") or "tool"), "tool")
         if unit is not None:
             state = _node_state(unit)
-            await unit.abefore(state=state, input=_tool_args(inputs, input_str))
+            args = await unit.abefore(state=state, input=_tool_args(inputs, input_str))
+            if unit.run.root.calls is not None:
+                unit.recorded(args, serve=False)
 
     async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         unit = self._close(run_id)
@@ -554,6 +562,19 @@ def _tool_result(original: Any, edited: Any) -> Any:
     return edited
 
 
+def _served_tool_result(request: Any, recorded: Any) -> Any:
+    """A ToolNode call's recorded result (a tool message as the store keeps it) as the
+    ``ToolMessage`` this call returns: the recorded content, this call's tool-call id."""
+    from langchain_core.messages import ToolMessage
+
+    call = request.tool_call
+    if isinstance(recorded, dict) and "content" in recorded:
+        fields = {k: v for k, v in recorded.items() if k not in ("type", "id") and v is not None}
+        fields["tool_call_id"] = call.get("id") or fields.get("tool_call_id", "")
+        return ToolMessage.model_validate(fields)
+    return ToolMessage(content=str(recorded), name=call.get("name"), tool_call_id=call.get("id"))
+
+
 class ToolNodeWrapper:
     """``wrap_tool_call``/``awrap_tool_call`` of a ToolNode (langgraph.prebuilt): each call is a
     unit of kind ``tool`` whose arguments and result can be edited at its stops.
@@ -604,6 +625,8 @@ class ToolNodeWrapper:
 
         state = unit.run.parent_unit.state_before if unit.run.parent_unit else None
         result = unit.call(run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING)
+        if not returned:  # a rerun served the recorded result (Unit.recorded)
+            return _served_tool_result(request, result)
         return _tool_result(returned[0], result)
 
     async def acall(self, request: Any, execute: Any) -> Any:
@@ -636,6 +659,8 @@ class ToolNodeWrapper:
         result = await unit.acall(
             run, request.tool_call.get("args"), state=state, suspend_on=_PAUSING
         )
+        if not returned:
+            return _served_tool_result(request, result)
         return _tool_result(returned[0], result)
 
 

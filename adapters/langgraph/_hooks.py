@@ -165,6 +165,10 @@ def _end(scope: RunScope, info: GraphInfo, **outcome: Any) -> None:
             scope.settle(read(info.state_keys, False))
         except Exception:  # pragma: no cover - a reader of a finished loop still reads
             pass
+    if scope.calls is not None:  # a rerun: stop serving its recorded model replies
+        from flowdbg.adapters.langgraph._replay import stop_serving
+
+        stop_serving(scope, info.debugger)
     scope.end(**outcome)
 
 
@@ -774,6 +778,10 @@ class GraphRun:
             name = next(iter(graph.nodes), name)  # its function's name says more
         scope = info.debugger.begin_run(framework="langgraph", name=name, input=input, target=graph)
         scope.check_edit = _edit_checker(name, info.state_keys)
+        if scope.calls is not None and scope.parent_unit is None:  # a rerun (see _replay.py)
+            from flowdbg.adapters.langgraph._replay import serving
+
+            serving(scope, info.debugger)
         configurable = config.get("configurable") if isinstance(config, dict) else None
         thread = configurable.get("thread_id") if isinstance(configurable, dict) else None
         if thread is not None and scope.parent_unit is None:  # the thread to resume it on

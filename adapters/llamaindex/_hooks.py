@@ -269,7 +269,11 @@ class _Run:
                 del seen[:16]
 
 
-def accepted_events(workflow: Any) -> list[tuple[str, tuple[type, ...]]]:
+#: ``(step, event types it accepts)`` for every step of a workflow
+_Table = list[tuple[str, tuple[type, ...]]]
+
+
+def accepted_events(workflow: Any) -> _Table:
     """``(step, event types it accepts)`` for every step of ``workflow`` (LlamaIndex lists
     the steps with ``inspect.getmembers``: read once per registration, not per step)."""
     table = []
@@ -280,7 +284,7 @@ def accepted_events(workflow: Any) -> list[tuple[str, tuple[type, ...]]]:
     return table
 
 
-def _targets(table: list[tuple[str, tuple[type, ...]]], events: list[Any]) -> dict[str, str]:
+def _targets(table: _Table, events: list[Any]) -> dict[str, str]:
     """Which steps the emitted events go to: ``{step: event type}``; a stop event ends the run
     (``__end__``)."""
     out: dict[str, str] = {}
@@ -295,7 +299,7 @@ def _targets(table: list[tuple[str, tuple[type, ...]]], events: list[Any]) -> di
     return out
 
 
-def _decider(table: list[tuple[str, tuple[type, ...]]]) -> Callable[[_Outputs], dict[str, str]]:
+def _decider(table: _Table) -> Callable[[_Outputs], dict[str, str]]:
     """``decide(outputs)``: where a step's outputs go, by ``table`` (one per registration, not
     one per step invocation)."""
     return lambda parts: _targets(table, parts.events())
@@ -478,10 +482,6 @@ class DebugRuntime(BaseRuntimeDecorator):
         #: (workflow id, step table version) -> RegisteredWorkflow: LlamaIndex registers twice
         #: per run (``BasicRuntime.run_workflow`` and the run function)
         self._cache: dict[tuple[int, int], RegisteredWorkflow] = {}
-        #: the steps of the workflow and the events they accept (see accepted_events)
-        self.accepts: list[tuple[str, tuple[type, ...]]] = []
-        #: a step's decision from its outputs, by that table (see _targets)
-        self.decide: Callable[[_Outputs], dict[str, str]] = _decider(self.accepts)
 
     # -- Runtime --
 
@@ -491,12 +491,17 @@ class DebugRuntime(BaseRuntimeDecorator):
         if cached is not None and cached.workflow is workflow:
             return cached
         registered = self._decorated.register(workflow)
-        self.accepts = accepted_events(workflow)
-        self.decide = _decider(self.accepts)
+        # The steps of this workflow and the events they accept, for the decisions of its
+        # steps: each registration's workers keep their own (a workflow built and run inside a
+        # step registers on this runtime too, between two steps of its parent)
+        table = accepted_events(workflow)
+        decide = _decider(table)
         wrapped = RegisteredWorkflow(
             workflow=registered.workflow,
             workflow_run_fn=registered.workflow_run_fn,
-            steps={name: self._wrap_step(fn) for name, fn in registered.steps.items()},
+            steps={
+                name: self._wrap_step(fn, table, decide) for name, fn in registered.steps.items()
+            },
         )
         self._cache = {key: wrapped}
         return wrapped
@@ -571,7 +576,9 @@ class DebugRuntime(BaseRuntimeDecorator):
 
     # -- step workers --
 
-    def _wrap_step(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+    def _wrap_step(
+        self, inner: Callable[..., Any], table: _Table, decide: Callable[[_Outputs], dict[str, str]]
+    ) -> Callable[..., Any]:
         async def worker(
             state: Any,
             step_name: str,
@@ -590,7 +597,9 @@ class DebugRuntime(BaseRuntimeDecorator):
                     bound_events=bound_events,
                     retry=retry,
                 )
-            return await _step(run, inner, state, step_name, event, workflow, bound_events, retry)
+            return await _step(
+                run, inner, table, decide, state, step_name, event, workflow, bound_events, retry
+            )
 
         worker.__name__ = getattr(inner, "__name__", "worker")
         worker.__qualname__ = getattr(inner, "__qualname__", "worker")
@@ -710,6 +719,8 @@ async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> 
 async def _step(
     run: _Run,
     inner: Callable[..., Any],
+    table: _Table,
+    decide: Callable[[_Outputs], dict[str, str]],
     state: Any,
     step_name: str,
     event: Any,
@@ -813,7 +824,6 @@ async def _step(
         # wait_for_event: the step runs again from the top when the event arrives
         unit.discard(None, status="suspended")
         return outputs
-    decide = run.runtime.decide
     if ctl.quiet and ctl.on_step is None:
         # nothing can stop or look, nothing is recorded: the fast path, where the unit keeps
         # (in the run log) only the events the step emitted, not LlamaIndex's results around
@@ -821,7 +831,6 @@ async def _step(
         parts.outputs = ()
         await unit.aafter(output=parts, decide=decide)
         return outputs
-    table = run.runtime.accepts
     view = parts.view()
     events = parts.events()
     after_state = await _read_state(run)

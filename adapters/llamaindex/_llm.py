@@ -8,7 +8,13 @@ methods of the ``LLM`` object it holds (checked in llama-index-core 0.14.25):
 (``agent/workflow/function_agent.py``); ``ReActAgent`` and ``AgentWorkflow``'s own steps call
 ``achat`` or ``astream_chat`` (``react_agent.py``, ``base_agent.py`` and
 ``multi_agent_workflow.py`` ``_get_llm_response``). Agents stream by default
-(``BaseWorkflowAgent.streaming``).
+(``BaseWorkflowAgent.streaming``). A workflow of one's own that holds a model usually asks it
+for a completion (``await self.llm.acomplete(prompt)``, ``astream_complete``, as LlamaIndex's
+workflow examples do): those two are units too, their input ``{"prompt": text}`` and their
+output the reply's text.
+
+The sync methods (``chat``, ``complete``...) are not units: called in a step, they run on the
+event loop's thread, where holding them would stall every step of every run on that loop.
 
 LlamaIndex's instrumentation (``llama_index_instrumentation`` dispatcher: ``LLMChatStartEvent``,
 span handlers) reports these calls but cannot hold them: its handlers are sync and called on the
@@ -48,14 +54,18 @@ if TYPE_CHECKING:
 
 __all__ = ["hold_llms", "is_llm", "llms_of", "release_llms"]
 
-#: the chat methods agents call, and whether each streams
+#: the model methods that are units (the chat methods agents call, the completions of one's own
+#: steps), and whether each streams
 _METHODS = {
     "achat": False,
     "astream_chat": True,
     "achat_with_tools": False,
     "astream_chat_with_tools": True,
+    "acomplete": False,
+    "astream_complete": True,
 }
 _WITH_TOOLS = ("achat_with_tools", "astream_chat_with_tools")
+_COMPLETION = ("acomplete", "astream_complete")
 
 #: id(model) -> how many attached workflows hold it (the workflows keep the objects alive, so
 #: their ids stay theirs while counted)
@@ -192,15 +202,21 @@ def label(llm: Any) -> str:
 
 
 class _Arguments:
-    """The arguments of a chat call: where its messages are, and the call with others."""
+    """The arguments of a model call: where its messages (or a completion's prompt) are, and
+    the call with others."""
 
-    __slots__ = ("args", "kwargs", "messages", "with_tools")
+    __slots__ = ("args", "completion", "kwargs", "messages", "prompt", "with_tools")
 
     def __init__(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.args = args
         self.kwargs = kwargs
         self.with_tools = name in _WITH_TOOLS
-        if self.with_tools:
+        self.completion = name in _COMPLETION
+        self.messages: list[Any] = []
+        self.prompt: Any = None
+        if self.completion:  # (prompt, formatted=False, **kwargs)
+            self.prompt = self._get(0, "prompt")
+        elif self.with_tools:
             # (tools, user_msg=None, chat_history=None, ...): FunctionCallingLLM's signature;
             # the model receives the history, then the user message
             history = self._get(2, "chat_history") or []
@@ -222,10 +238,23 @@ class _Arguments:
         else:
             kwargs[key] = value
 
-    def replaced(self, messages: list[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's arguments with ``messages`` instead of its own."""
+    @property
+    def shown(self) -> dict[str, Any]:
+        """The unit's input: what the model receives."""
+        return {"prompt": self.prompt} if self.completion else {"messages": self.messages}
+
+    def edited(self, payload: Any, node: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments for the input edited at the before stop."""
+        if self.completion:
+            return self.replaced(_edited_prompt(payload, node))
+        return self.replaced(_edited_messages(payload, self.messages, node))
+
+    def replaced(self, messages: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments with ``messages`` (a completion's prompt) instead of its own."""
         args, kwargs = list(self.args), dict(self.kwargs)
-        if self.with_tools:
+        if self.completion:
+            self._set(args, kwargs, 0, "prompt", messages)
+        elif self.with_tools:
             self._set(args, kwargs, 2, "chat_history", messages)
             if self._get(1, "user_msg") is not None:  # now the last of the messages
                 self._set(args, kwargs, 1, "user_msg", None)
@@ -279,6 +308,32 @@ def _edited_messages(payload: Any, original: list[Any], node: str) -> list[Any]:
     return out
 
 
+def _edited_prompt(payload: Any, node: str) -> str:
+    """The prompt of an edited completion input ``{"prompt": text}``."""
+    if not isinstance(payload, Mapping) or set(payload) != {"prompt"}:
+        keys = sorted(payload) if isinstance(payload, Mapping) else type(payload).__name__
+        raise EditRefused(
+            f"the input of model call {node!r} is {{'prompt': text}}, the prompt the model "
+            f"completes (not {keys}): edit prompt"
+        )
+    prompt = payload["prompt"]
+    if not isinstance(prompt, str):
+        raise EditRefused(
+            f"the prompt of model call {node!r} is text, not a {type(prompt).__name__}"
+        )
+    return prompt
+
+
+def _edited_text(payload: Any, node: str) -> str:
+    """The reply text an edit of a completion's output gives."""
+    if not isinstance(payload, str):
+        raise EditRefused(
+            f"the output of model call {node!r} is the completion's text, not a "
+            f"{type(payload).__name__}: set it to a string"
+        )
+    return payload
+
+
 def _edited_reply(payload: Any, reply: Any) -> Any:
     """The reply message an edit of an llm unit's output gives: a message, a mapping of its
     fields, or text (a reply of just that text: tool calls the model asked for go with it)."""
@@ -286,23 +341,34 @@ def _edited_reply(payload: Any, reply: Any) -> Any:
     return _message(payload, str(getattr(role, "value", role)))
 
 
-def _checker(messages: list[Any]) -> Callable[[Unit, str, Any], None]:
+def _checker(arguments: _Arguments) -> Callable[[Unit, str, Any], None]:
     def check_edit(unit: Unit, which: str, payload: Any) -> None:
         if which == "input":
-            _edited_messages(payload, messages, unit.node)
+            arguments.edited(payload, unit.node)
+        elif arguments.completion:
+            _edited_text(payload, unit.node)
         else:
             _edited_reply(payload, None)
 
     return check_edit
 
 
-def _reply_of(response: Any) -> Any:
-    return getattr(response, "message", None)
+def _reply_of(response: Any, completion: bool) -> Any:
+    """What an llm unit's output shows of a response: the reply message of a chat, the text of
+    a completion."""
+    return getattr(response, "text" if completion else "message", None)
 
 
-def _with_reply(response: Any, message: Any) -> Any:
-    """``response`` (a ``ChatResponse``) carrying ``message`` instead of its own."""
-    return response.model_copy(update={"message": message})
+def _with_reply(response: Any, reply: Any, completion: bool) -> Any:
+    """``response`` (a ``ChatResponse`` or ``CompletionResponse``) carrying ``reply`` instead of
+    its own."""
+    return response.model_copy(update={"text" if completion else "message": reply})
+
+
+def _edited_output(arguments: _Arguments, edited: Any, reply: Any, node: str) -> Any:
+    if arguments.completion:
+        return _edited_text(edited, node)
+    return _edited_reply(edited, reply)
 
 
 def _open(
@@ -310,7 +376,7 @@ def _open(
 ) -> tuple[Unit, _Arguments]:
     arguments = _Arguments(name, args, kwargs)
     unit = parent.frame().unit(
-        label(llm), kind="llm", branch=parent.branch, check_edit=_checker(arguments.messages)
+        label(llm), kind="llm", branch=parent.branch, check_edit=_checker(arguments)
     )
     note = getattr(parent, "note", None)  # the workflow's timeout stands still here too
     if note:
@@ -321,12 +387,12 @@ def _open(
 async def _before(
     run: _Run, unit: Unit, arguments: _Arguments, state: Any
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The before point; the call's arguments, with the messages as edited there."""
-    shown = {"messages": arguments.messages}
+    """The before point; the call's arguments, with the messages (prompt) as edited there."""
+    shown = arguments.shown
     edited = await _held(run, unit.abefore(state=state, input=shown))
     if edited is shown:
         return arguments.args, arguments.kwargs
-    return arguments.replaced(_edited_messages(edited, arguments.messages, unit.node))
+    return arguments.edited(edited, unit.node)
 
 
 async def _failed(run: _Run, unit: Unit, exc: BaseException, state: Any) -> BaseException:
@@ -364,19 +430,23 @@ async def _call(
         raise raised from exc
     finally:
         _CALLING.reset(token)
+    completion = arguments.completion
     if streamed:
-        return _streamed(run, unit, response, state)
-    reply = _reply_of(response)
+        return _streamed(run, unit, response, state, arguments)
+    reply = _reply_of(response, completion)
     edited = await _held(run, unit.aafter(output=reply, state=state))
     if edited is reply:
         return response
-    return _with_reply(response, _edited_reply(edited, reply))
+    return _with_reply(response, _edited_output(arguments, edited, reply, unit.node), completion)
 
 
-async def _streamed(run: _Run, unit: Unit, stream: Any, state: Any) -> AsyncIterator[Any]:
+async def _streamed(
+    run: _Run, unit: Unit, stream: Any, state: Any, arguments: _Arguments
+) -> AsyncIterator[Any]:
     """The model's stream, chunk for chunk; when it ends, the unit's after point with the last
-    chunk's message (the reply, as the agent takes it). An edit of the reply there comes as one
-    more chunk, with no text of its own (``delta=""``) and the edited message."""
+    chunk's message (the reply, as the agent takes it), or its text for a completion (each
+    chunk's text is the reply so far). An edit of the reply there comes as one more chunk, with
+    no text of its own (``delta=""``) and the edited message or text."""
     last = None
     try:
         while True:
@@ -397,13 +467,15 @@ async def _streamed(run: _Run, unit: Unit, stream: Any, state: Any) -> AsyncIter
         if raised is exc:
             raise
         raise raised from exc
-    reply = _reply_of(last)
+    completion = arguments.completion
+    reply = _reply_of(last, completion)
     edited = await _held(run, unit.aafter(output=reply, state=state))
     if edited is not reply:
-        message = _edited_reply(edited, reply)
+        new = _edited_output(arguments, edited, reply, unit.node)
+        field = "text" if completion else "message"
         if last is None:
-            from llama_index.core.base.llms.types import ChatResponse
+            from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 
-            yield ChatResponse(message=message, delta="")
+            yield (CompletionResponse if completion else ChatResponse)(**{field: new}, delta="")
         else:
-            yield last.model_copy(update={"message": message, "delta": ""})
+            yield last.model_copy(update={field: new, "delta": ""})

@@ -22,15 +22,16 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.adapter import Adapter, Capability, Demo
+from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
 
 if TYPE_CHECKING:
     from flowdbg import Debugger, RunScope, Unit
+    from flowdbg.timetravel import ForkPoint
 
 __all__ = ["StateGraphAdapter"]
 
@@ -224,6 +225,8 @@ class StateGraphAdapter(Adapter):
             Capability.LLM_CALLS,
             Capability.HANDOFFS,
             Capability.SUPERSTEPS,
+            Capability.FORK,
+            Capability.CACHED_CALLS,  # its Tool and Model calls go through Unit.call
         }
     )
 
@@ -265,6 +268,34 @@ class StateGraphAdapter(Adapter):
         description: dict[str, Any] = target.describe()
         return description
 
+    # -- forks: the state after the step, then the nodes the record routed to --
+
+    def check_fork(self, target: Any, point: ForkPoint) -> None:
+        from flowdbg.timetravel import ForkError
+
+        missing = [name for name in point.next or () if name not in target.nodes]
+        if missing:
+            raise ForkError(
+                f"the record routes from step {point.step} to {missing[0]!r}, which graph "
+                f"{target.name!r} no longer has (its nodes: {', '.join(target.nodes)}); fork "
+                "after another step, or run the graph that has it (--target)"
+            )
+        if point.state is not None and not isinstance(point.state, Mapping):
+            raise ForkError(
+                f"the state after step {point.step} is a {type(point.state).__name__}, not the "
+                "mapping a StateGraph holds"
+            )
+
+    def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        self.check_fork(target, point)
+        state = dict(point.state or {})
+        return target.invoke(state, start_at=_fork_start(target, point, state))
+
+    async def afork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        self.check_fork(target, point)
+        state = dict(point.state or {})
+        return await target.ainvoke(state, start_at=_fork_start(target, point, state))
+
     def demo(self) -> Demo:
         # The support-ticket graph lives beside the command line (flowdbg.cli._demo), which
         # also names it in its documentation; the tour is the adapter's, like any adapter's.
@@ -291,6 +322,18 @@ class StateGraphAdapter(Adapter):
             "c (h for help)",
             summary="a support-ticket graph whose route changes when the state is edited",
         )
+
+
+def _fork_start(target: Any, point: ForkPoint, state: dict[str, Any]) -> list[str] | None:
+    """The nodes a fork runs first: where the current graph routes from the forked node given
+    the (edited) state, or, for a node that chose its successor itself (a ``Goto``), the
+    nodes the record says came next; ``None`` (the entry) for a fork from the input."""
+    if point.node is None:
+        return None
+    routed = point.node in target.branches or any(src == point.node for src, _ in target.edges)
+    if point.node in target.nodes and routed:
+        return [name for name in target.successors(point.node, dict(state)) if name != _graph.END]
+    return list(point.next or ())
 
 
 class _Reporter:

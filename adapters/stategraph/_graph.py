@@ -562,7 +562,13 @@ class CompiledGraph:
 
     # -- running ----------------------------------------------------------------------------
 
-    def invoke(self, state: Mapping[str, Any], *, step_limit: int | None = None) -> dict[str, Any]:
+    def invoke(
+        self,
+        state: Mapping[str, Any],
+        *,
+        step_limit: int | None = None,
+        start_at: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
         """Run the graph to completion in the calling thread.
 
         A superstep with one node runs it inline; several nodes run concurrently in worker
@@ -570,22 +576,41 @@ class CompiledGraph:
 
         :param state: the input state (copied, never mutated).
         :param step_limit: overrides the compiled step limit for this run.
+        :param start_at: the nodes of the first superstep instead of the entry's (a run that
+            goes on from a state the graph had: a fork); ``()`` runs none and returns the state.
         :returns: the final state.
         :raises GraphRecursionError: if the run needs more supersteps than the limit.
         :raises InvalidUpdateError: if a node returns a bad update or parallel writes conflict.
+        :raises InvalidGraphError: if ``start_at`` names a node the graph does not have.
         :raises BaseException: the exception of the first failing node of a superstep (in
             superstep order), unchanged, after all nodes of that superstep finished.
         """
+        first = self._check_start(start_at)
         interceptor = self.interceptor
         if interceptor is None:
-            return self._invoke(state, step_limit)
-        return interceptor.run(self, state, lambda s: self._invoke(s, step_limit))
+            return self._invoke(state, step_limit, first)
+        return interceptor.run(self, state, lambda s: self._invoke(s, step_limit, first))
 
-    def _invoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
+    def _check_start(self, start_at: Sequence[str] | None) -> list[str] | None:
+        if start_at is None:
+            return None
+        if isinstance(start_at, str):
+            start_at = [start_at]
+        unknown = [name for name in start_at if name not in self.nodes]
+        if unknown:
+            raise InvalidGraphError(
+                f"graph {self.name!r} has no node {unknown[0]!r} to start at; its nodes are "
+                f"{_names(self.nodes)}"
+            )
+        return list(dict.fromkeys(start_at))
+
+    def _invoke(
+        self, state: Mapping[str, Any], step_limit: int | None, first: list[str] | None = None
+    ) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)
         values = _input_state(state)
         parent = CURRENT_TASK.get()
-        active = self._first_nodes(values)
+        active = self._first_nodes(values) if first is None else list(first)
         superstep = 0
         while active:
             superstep += 1
@@ -599,7 +624,11 @@ class CompiledGraph:
         return values
 
     async def ainvoke(
-        self, state: Mapping[str, Any], *, step_limit: int | None = None
+        self,
+        state: Mapping[str, Any],
+        *,
+        step_limit: int | None = None,
+        start_at: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Run the graph to completion from async code (asyncio or trio, through anyio).
 
@@ -608,22 +637,26 @@ class CompiledGraph:
 
         :param state: the input state (copied, never mutated).
         :param step_limit: overrides the compiled step limit for this run.
+        :param start_at: the nodes of the first superstep, as :meth:`invoke` takes them.
         :returns: the final state.
         :raises GraphRecursionError: if the run needs more supersteps than the limit.
         :raises InvalidUpdateError: if a node returns a bad update or parallel writes conflict.
         :raises BaseException: the exception of the first failing node of a superstep (in
             superstep order), unchanged, after all nodes of that superstep finished.
         """
+        first = self._check_start(start_at)
         interceptor = self.interceptor
         if interceptor is None:
-            return await self._ainvoke(state, step_limit)
-        return await interceptor.arun(self, state, lambda s: self._ainvoke(s, step_limit))
+            return await self._ainvoke(state, step_limit, first)
+        return await interceptor.arun(self, state, lambda s: self._ainvoke(s, step_limit, first))
 
-    async def _ainvoke(self, state: Mapping[str, Any], step_limit: int | None) -> dict[str, Any]:
+    async def _ainvoke(
+        self, state: Mapping[str, Any], step_limit: int | None, first: list[str] | None = None
+    ) -> dict[str, Any]:
         limit = self._resolve_limit(step_limit)
         values = _input_state(state)
         parent = CURRENT_TASK.get()
-        active = self._first_nodes(values)
+        active = self._first_nodes(values) if first is None else list(first)
         superstep = 0
         while active:
             superstep += 1

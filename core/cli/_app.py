@@ -314,6 +314,18 @@ def db_option(fn: Any) -> Any:
     )(fn)
 
 
+def break_option(fn: Any) -> Any:
+    """``-b/--break NODE[:after]`` for commands that start debugged runs."""
+    return click.option(
+        "-b",
+        "--break",
+        "breaks",
+        multiple=True,
+        metavar="NODE[:after]",
+        help="break before NODE (a glob), or after it with NODE:after; repeatable",
+    )(fn)
+
+
 def json_option(fn: Any) -> Any:
     """``--json`` for read commands."""
     return click.option(
@@ -432,6 +444,8 @@ def debug_session(
     options: RunOptions | None = None,
     saved: SavedBreakpoints | None = None,
     output: str | None = None,
+    ref: str | None = None,
+    start: Callable[[], RunHandle] | None = None,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
@@ -443,6 +457,8 @@ def debug_session(
     :param saved: where the target's breakpoints are kept between sessions: they are restored
         before the run and saved after it.
     :param output: a file to write the whole result to, as JSON.
+    :param ref: the target as given (``app.py:graph``), recorded with the run.
+    :param start: starts the run instead of the adapter's ``invoke`` with ``value`` (a fork).
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
     :returns: the exit code: 0 when the run completed, 1 when it failed or was terminated.
@@ -453,7 +469,7 @@ def debug_session(
     adapter = dbg.adapter_for(target)
     adapter.check_run(target, options)
     description = _describe(dbg, target)
-    dbg.attach(target)
+    dbg.attach(target, ref=ref)
     _set_breakpoints(dbg, breaks, description, out)
     if break_on_exception:
         out.line(f"set {dbg.break_on_exception().describe()}")
@@ -468,7 +484,7 @@ def debug_session(
         f"running {name!r} ({count} node{'s' if count != 1 else ''})"
         + ("" if stopping else "; no breakpoints, so it runs to the end (see -b, --stop-on-entry)")
     )
-    handle = dbg.start(run, target, value, options)
+    handle = dbg.start(run, target, value, options) if start is None else start()
     try:
         outcome = session.run()
     except KeyboardInterrupt:  # outside the prompt and the waits, which handle it themselves
@@ -746,14 +762,7 @@ class RunCommand(click.Command):
     metavar="FILE",
     help="read the input JSON from FILE ('-' for stdin)",
 )
-@click.option(
-    "-b",
-    "--break",
-    "breaks",
-    multiple=True,
-    metavar="NODE[:after]",
-    help="break before NODE (a glob), or after it with NODE:after; repeatable",
-)
+@break_option
 @click.option(
     "--config",
     "config_json",
@@ -778,6 +787,12 @@ class RunCommand(click.Command):
     is_flag=True,
     help="start without the breakpoints saved by the last session of TARGET, and keep them",
 )
+@click.option(
+    "--serve",
+    is_flag=True,
+    help="also serve the session to other processes (the debug server on a free loopback "
+    "port; its URL with the token is printed; needs the server extra)",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record the run to the database")
 @click.pass_context
@@ -795,6 +810,7 @@ def run_command(
     no_record: bool,
     output: str | None,
     no_saved_breakpoints: bool,
+    serve: bool,
     **adapter_values: Any,
 ) -> None:
     """Run TARGET under the terminal debugger.
@@ -830,19 +846,35 @@ def run_command(
         obj = load_target(target, dbg)
         _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
         options = RunOptions(config=config, resume=resume, extra=given)
-        code = debug_session(
-            dbg,
-            obj,
-            value,
-            out=out,
-            breaks=breaks,
-            break_on_exception=break_on_exception,
-            stop_on_entry=stop_on_entry,
-            db=db,
-            options=options,
-            saved=saved,
-            output=output,
-        )
+        server = None
+        if serve:
+            from ._serve import start_server
+
+            server = start_server(
+                dbg,
+                target=obj,
+                target_name=target,
+                host="127.0.0.1",
+                port=0,
+                token=os.environ.get("FLOWDBG_TOKEN") or None,
+            )
+        with contextlib.ExitStack() as stack:
+            if server is not None:
+                stack.callback(server.close)
+            code = debug_session(
+                dbg,
+                obj,
+                value,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                options=options,
+                saved=saved,
+                output=output,
+                ref=target,
+            )
     finally:
         dbg.close()
     ctx.exit(code)
@@ -948,6 +980,7 @@ def demo_command(ctx: click.Context, interactive: bool, framework: str, db: str 
             stop_on_entry=True,
             source=source,
             db=db,
+            ref=demo.target,
         )
     finally:
         dbg.close()
@@ -1047,7 +1080,12 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     """
     from flowdbg import __version__
 
+    from ._fork import runs_fork, runs_rerun
     from ._runs import runs_group
+    from ._serve import mcp_command, serve_command
+
+    runs_group.add_command(runs_fork)
+    runs_group.add_command(runs_rerun)
 
     @click.group(cls=FlowdbgGroup, plugins=plugins, context_settings=_CONTEXT, name="flowdbg")
     @click.version_option(__version__, "-V", "--version", prog_name="flowdbg")
@@ -1060,6 +1098,8 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
 
     for command in (
         run_command,
+        serve_command,
+        mcp_command,
         runs_group,
         graph_group,
         adapters_command,

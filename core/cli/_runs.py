@@ -129,11 +129,24 @@ def run_dict(run: RunRecord, *, values: bool = False) -> dict[str, Any]:
         "tags": dict(run.tags or {}),
         "pid": run.pid,
         "host": run.host,
+        "target": run.target,
+        "origin": run.origin,
+        "forked_from": run.forked_from,
+        "fork_step": run.fork_step,
     }
     if values:
         data["input"] = jsonable(run.input)
         data["output"] = jsonable(run.output)
     return data
+
+
+def made_from(run: RunRecord, *, full: bool = False) -> str:
+    """``fork of 3f2a91c0 at step 6`` (``rerun of ...``, ``rewind of ...``), or ``""``."""
+    if run.forked_from is None:
+        return ""
+    source = run.forked_from if full else short_id(run.forked_from)
+    at = "" if run.fork_step is None or run.origin == "rerun" else f" at step {run.fork_step}"
+    return f"{run.origin or 'fork'} of {source}{at}"
 
 
 def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
@@ -155,6 +168,7 @@ def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
         "error": _error_dict(step.error),
         "partial": bool(step.partial),
         "child_run_id": step.child_run_id,
+        "cached": bool(step.cached),
     }
     if values:
         data["input"] = jsonable(step.input)
@@ -200,8 +214,12 @@ def _run_header(out: Out, run: RunRecord) -> None:
     if run.parent_run_id:
         at = "" if run.parent_step is None else f" at step {run.parent_step}"
         head += f"  nested in {short_id(run.parent_run_id)}{at}"
+    if run.forked_from:
+        head += f"  {made_from(run)}"
     if run.tags:
         head += "  " + " ".join(f"{key}={value}" for key, value in sorted(run.tags.items()))
+    if run.target:
+        head += f"  target {run.target}"
     out.line(head, style="bold")
 
 
@@ -243,6 +261,11 @@ def runs_group() -> None:
     metavar="N",
     help="at most N runs",
 )
+@click.option(
+    "--tree",
+    is_flag=True,
+    help="list each run's forks and reruns under it (those made from a run listed)",
+)
 @db_option
 @json_option
 def runs_ls(
@@ -252,6 +275,7 @@ def runs_ls(
     name: str | None,
     parent: str | None,
     limit: int,
+    tree: bool,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -272,30 +296,61 @@ def runs_ls(
             parent=parent_id,
             limit=limit,
         )
+        # with --tree: a run made from another run listed goes under it, not in the list
+        listed = {run.run_id for run in runs}
+        made: dict[str, list[RunRecord]] = {}
+        if tree:
+            for run in sorted(runs, key=lambda r: (r.started_at, r.run_id)):
+                if run.forked_from in listed:
+                    made.setdefault(run.forked_from, []).append(run)
+        roots = [run for run in runs if not (tree and run.forked_from in listed)]
         if as_json:
-            emit_json(
-                "runs ls",
-                {"db": ctx.label, "count": len(runs), "runs": [run_dict(r) for r in runs]},
-            )
+            data: dict[str, Any] = {
+                "db": ctx.label,
+                "count": len(runs),
+                "runs": [run_dict(r) for r in runs],
+            }
+            if tree:
+                data["tree"] = [_fork_tree(run, made) for run in roots]
+            emit_json("runs ls", data)
             return
         out = Out()
         if not runs:
             out.line(f"no runs in {ctx.label} match")
             return
-        rows: list[list[str | Text]] = [
-            [
-                short_id(run.run_id),
-                run.name,
-                run.framework,
-                _status(run.status),
-                local_time(run.started_at),
-                duration(run.duration),
-                "-" if run.step_count is None else str(run.step_count),
-            ]
-            for run in runs
-        ]
-        headers = ["id", "name", "framework", "status", "started", "duration", "steps"]
+        rows: list[list[str | Text]] = []
+
+        def add(run: RunRecord, depth: int) -> None:
+            label = short_id(run.run_id)
+            rows.append(
+                [
+                    "  " * depth + ("└ " if depth else "") + label,
+                    run.name,
+                    run.framework,
+                    _status(run.status),
+                    local_time(run.started_at),
+                    duration(run.duration),
+                    "-" if run.step_count is None else str(run.step_count),
+                    made_from(run) or "",
+                ]
+            )
+            for child in made.get(run.run_id, ()):
+                add(child, depth + 1)
+
+        for run in roots:
+            add(run, 0)
+        headers = ["id", "name", "framework", "status", "started", "duration", "steps", "from"]
+        if not any(row[-1] for row in rows):
+            headers.pop()
+            rows = [row[:-1] for row in rows]
         out.show(text_table(headers, rows, right=[5, 6]))
+
+
+def _fork_tree(run: RunRecord, made: dict[str, list[RunRecord]]) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "forks": [_fork_tree(child, made) for child in made.get(run.run_id, ())],
+    }
 
 
 @runs_group.command("show", context_settings=_CONTEXT)
@@ -861,3 +916,48 @@ def runs_prune(older_than: dt.datetime | None, keep: int | None, yes: bool, db: 
             click.confirm(f"delete {' and '.join(what)} from {ctx.label}?", abort=True)
         count = ctx.store.prune(older_than=_epoch(older_than), keep=keep)
         click.echo(f"deleted {count} run{'s' if count != 1 else ''} from {ctx.label}")
+
+
+@runs_group.command("timeline", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@db_option
+@json_option
+def runs_timeline(run_id: str, db: str | None, as_json: bool) -> None:
+    """Run ID, its forks and reruns (and theirs) as a tree: where each starts or departs from
+    the run it was made from, and how it ended."""
+    from flowdbg.timetravel import timeline
+
+    with _open(db) as ctx:
+        ctx.run(run_id)  # a one-line error for an unknown run
+        root = timeline(ctx.store, run_id)
+        if as_json:
+            emit_json("runs timeline", root.to_dict(run_dict))
+            return
+        out = Out()
+        for line in _timeline_lines(root, 0):
+            out.line(line)
+
+
+def _timeline_lines(entry: Any, level: int) -> list[str]:
+    run = entry.run
+    count = run.step_count
+    steps = "- steps" if count is None else f"{count} step{'' if count == 1 else 's'}"
+    what = made_from(run)
+    head = f"{what.split(' of ')[0]} {short_id(run.run_id)}" if what else short_id(run.run_id)
+    if run.origin == "fork" and run.fork_step is not None:
+        head += f" after step {run.fork_step}" if run.fork_step else " from the input"
+    line = f"{head}  {run.name} ({run.framework}) {run.status}, {steps}"
+    if entry.cached:
+        line += f", {entry.cached} served from the record"
+    if run.origin == "rerun":
+        divergence = entry.divergence
+        if divergence is None:
+            line += "; same path and states as the run"
+        else:
+            line += (
+                f"; departs at step {divergence.step_b} ({divergence.node_b}): {divergence.detail}"
+            )
+    lines = [("  " * (level - 1) + "└ " if level else "") + line]
+    for child in entry.made:
+        lines.extend(_timeline_lines(child, level + 1))
+    return lines

@@ -405,6 +405,18 @@ class Store(abc.ABC):
         :returns: the runs.
         """
 
+    def list_forks(self, run_id: str) -> list[RunRecord]:
+        """The runs made from ``run_id`` (its forks, reruns and rewinds: the runs whose
+        ``forked_from`` is it), oldest first.
+
+        The default reads every run; a backend with an index overrides it.
+
+        :param run_id: the run's full id.
+        """
+        runs = [r for r in self.list_runs(parent="*", limit=None) if r.forked_from == run_id]
+        runs.sort(key=lambda r: (r.started_at, r.run_id))
+        return runs
+
     @abc.abstractmethod
     def get_steps(
         self,

@@ -142,34 +142,48 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
 #: never name an index, so an older flowdbg reads and writes either form.
 _RETIRED_INDEXES = ("steps_state",)
 
+
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    # lineage: the target's import reference, and where a fork, rerun or rewind came from
+    # (older runs have none: NULL)
+    for column in ("target TEXT", "origin TEXT", "forked_from TEXT", "fork_step INTEGER"):
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {column}")
+    conn.execute("CREATE INDEX runs_forked ON runs (forked_from, started_at, id)")
+    # a rerun's model and tool calls served from the record instead of running
+    conn.execute("ALTER TABLE steps ADD COLUMN cached INTEGER NOT NULL DEFAULT 0")
+
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 #: the database schema this flowdbg writes and reads (the --json envelope has its own version)
 DB_SCHEMA_VERSION = len(MIGRATIONS)
 
 _RUN_COLUMNS = (
     "id, parent, root, parent_step, name, framework, status, started_at, ended_at, "
     "error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, "
-    "path, pid, host, step_count"
+    "path, pid, host, step_count, target, origin, forked_from, fork_step"
 )
 _STEP_COLUMNS = (
     "run_id, step, superstep, path, node, kind, status, started_at, ended_at, duration, "
     "decision, error_type, error_module, error_message, error_traceback, branch, attempt, "
-    "input_ref, output_ref, state_ref, partial, child_run_id"
+    "input_ref, output_ref, state_ref, partial, child_run_id, cached"
 )
 _STEP_PARAMS = ", ".join("?" * len(_STEP_COLUMNS.split(", ")))
 
 _UPSERT_RUN = """
 INSERT INTO runs (id, parent, root, parent_step, name, framework, status, started_at, ended_at,
     error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, path,
-    pid, host, step_count)
+    pid, host, step_count, target, origin, forked_from, fork_step)
 VALUES (:id, :parent, :root, :parent_step, :name, :framework, :status, :started_at, :ended_at,
     :error_type, :error_module, :error_message, :error_traceback, :input_ref, :output_ref, :tags,
-    :path, :pid, :host, (SELECT count(*) FROM steps WHERE run_id = :id))
+    :path, :pid, :host, (SELECT count(*) FROM steps WHERE run_id = :id), :target, :origin,
+    :forked_from, :fork_step)
 ON CONFLICT (id) DO UPDATE SET
     parent = excluded.parent, root = excluded.root, parent_step = excluded.parent_step,
     name = excluded.name, framework = excluded.framework, started_at = excluded.started_at,
     tags = excluded.tags, path = excluded.path,
+    target = coalesce(excluded.target, target), origin = coalesce(excluded.origin, origin),
+    forked_from = coalesce(excluded.forked_from, forked_from),
+    fork_step = coalesce(excluded.fork_step, fork_step),
     pid = coalesce(excluded.pid, pid), host = coalesce(excluded.host, host),
     input_ref = coalesce(excluded.input_ref, input_ref),
     {ending}
@@ -732,6 +746,10 @@ class SQLiteStore(Store):
             "path": to_json(list(run.path)) if run.path else "[]",
             "pid": run.pid,
             "host": run.host,
+            "target": _text(run.target),
+            "origin": run.origin,
+            "forked_from": run.forked_from,
+            "fork_step": run.fork_step,
         }
 
     def _step_row(
@@ -757,6 +775,7 @@ class SQLiteStore(Store):
             error,
             partial,
             child_run_id,
+            cached,
         ) = fields
         where = fields
         encode = self._encode
@@ -801,6 +820,7 @@ class SQLiteStore(Store):
             state_ref,
             int(bool(partial or p1 or p2 or p3 or p4)),
             child_run_id,
+            int(cached),
         )
 
     def write_batch(
@@ -833,6 +853,7 @@ class SQLiteStore(Store):
                     s.error,
                     s.partial,
                     s.child_run_id,
+                    s.cached,
                 )
                 for s in steps
             ],
@@ -1024,6 +1045,10 @@ class SQLiteStore(Store):
                     pid=row[17],
                     host=row[18],
                     step_count=row[19],
+                    target=row[20],
+                    origin=row[21],
+                    forked_from=row[22],
+                    fork_step=row[23],
                 )
             )
         return out
@@ -1092,6 +1117,15 @@ class SQLiteStore(Store):
                 rows.append(row)
             return self._runs(conn, rows)
 
+    def list_forks(self, run_id: str) -> list[RunRecord]:
+        """See :meth:`Store.list_forks`."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE forked_from = ? ORDER BY started_at, id",
+                (run_id,),
+            ).fetchall()
+            return self._runs(conn, rows)
+
     # -- steps --
 
     def get_steps(
@@ -1147,6 +1181,7 @@ class SQLiteStore(Store):
                 attempt=row[16],
                 partial=bool(row[20]),
                 child_run_id=row[21],
+                cached=bool(row[22]),
             )
             if values:
                 record.input, record.output, record.state = decoded[3 * index : 3 * index + 3]

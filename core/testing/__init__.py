@@ -38,7 +38,14 @@ from flowdbg.testing._control import (
     AbstractSteppingTests,
     AbstractTerminateTests,
 )
-from flowdbg.testing._fixtures import EXPECTED, SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._fixtures import (
+    EXPECTED,
+    SCENARIO_CAPABILITIES,
+    AdapterFixtures,
+    Placement,
+    Scenario,
+)
+from flowdbg.testing._fork import AbstractForkTests, AbstractRerunTests
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -60,12 +67,14 @@ __all__ = [
     "AbstractBreakpointTests",
     "AbstractConditionTests",
     "AbstractExceptionTests",
+    "AbstractForkTests",
     "AbstractHandoffTests",
     "AbstractLogpointTests",
     "AbstractObserverTests",
     "AbstractParallelTests",
     "AbstractPauseTests",
     "AbstractRecordingTests",
+    "AbstractRerunTests",
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
@@ -75,6 +84,7 @@ __all__ = [
     "AbstractWaitTests",
     "AbstractWatchTests",
     "AdapterFixtures",
+    "Placement",
     "Scenario",
     "SuiteBase",
     "ThreadCall",
@@ -104,4 +114,6 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractToolTests,
     AbstractHandoffTests,
     AbstractRecordingTests,
+    AbstractForkTests,
+    AbstractRerunTests,
 )

@@ -15,7 +15,7 @@ import pytest
 
 import flowdbg
 from flowdbg.adapter import Capability
-from flowdbg.testing._fixtures import SCENARIO_CAPABILITIES, AdapterFixtures, Scenario
+from flowdbg.testing._fixtures import SCENARIO_CAPABILITIES, AdapterFixtures, Placement, Scenario
 
 __all__ = ["MODES", "WAIT", "SuiteBase", "ThreadCall", "requires"]
 
@@ -178,6 +178,7 @@ class SuiteBase(AdapterFixtures):
     """
 
     _harness: _Harness
+    _place: Placement | None = None
 
     # ------------------------------------------------------------------ fixtures
 
@@ -257,7 +258,62 @@ class SuiteBase(AdapterFixtures):
             pytest.skip(f"adapter {self.adapter!r} fixtures do not build {name!r}: {exc}")
         if scn.release is not None:
             self._harness.releases.append(scn.release)
+        self._place = self.placement(name)
         return scn
+
+    @property
+    def place(self) -> Placement:
+        """Where the framework runs the units of the scenario built last (see
+        :meth:`AdapterFixtures.placement`)."""
+        return self._place if self._place is not None else Placement(kind=self.unit_kind)
+
+    @property
+    def scenario_kind(self) -> str:
+        """The kind of the units of the scenario built last."""
+        return self.place.kind or self.unit_kind
+
+    def own(self, location: flowdbg.Location) -> bool:
+        """Whether ``location`` is at a unit of the scenario built last (not one of the
+        framework's own units around them: an agent, its model turns)."""
+        return location.kind == self.scenario_kind
+
+    def step(self, dbg: flowdbg.Debugger, how: Callable[[], Any]) -> flowdbg.Stop:
+        """Step with ``how`` (``dbg.step_over``...) and wait for the stop, stepping on into
+        the framework's own units it lands on (an agent's model turn between two tool calls)
+        until it is at a unit of the scenario."""
+        how()
+        return self.onto_own(dbg, self.wait_stop(dbg))
+
+    def onto_own(self, dbg: flowdbg.Debugger, stop: flowdbg.Stop) -> flowdbg.Stop:
+        """``stop`` if it is at a unit of the scenario; else the stop at the next unit of the
+        scenario, stepping into the framework's own units from there."""
+        for _ in range(20):
+            if self.own(stop.location):
+                return stop
+            dbg.step_into(stop.id)
+            stop = self.wait_stop(dbg)
+        pytest.fail(f"stepping never reached a unit of the scenario; last at {stop}")
+
+    def wait_no_own_stop(self, dbg: flowdbg.Debugger, *, stepping: bool = False) -> None:
+        """Wait until the runs end; no stop may open at a unit of the scenario meanwhile. Stops
+        at the framework's own units (an agent reporting its tool calls' change again when it
+        ends) are resumed, or stepped into while ``stepping``."""
+        for _ in range(50):
+            stop = dbg.wait_for_stop(WAIT)
+            if stop is None:
+                return
+            assert not self.own(stop.location), f"expected no stop, got {stop}"
+            if stepping:
+                dbg.step_into(stop.id)
+            else:
+                dbg.resume(stop.id)
+        pytest.fail("the runs kept stopping at the framework's own units")
+
+    def step_to_end(self, dbg: flowdbg.Debugger, how: Callable[[], Any]) -> None:
+        """Step with ``how``; the runs must end without another stop at a unit of the scenario
+        (the framework's own units it lands on are stepped into, as :meth:`step` does)."""
+        how()
+        self.wait_no_own_stop(dbg, stepping=True)
 
     def entry(self, scn: Scenario, mode: str) -> Callable[[Any], Any]:
         """The scenario's entry point for ``mode``."""
@@ -316,30 +372,38 @@ class SuiteBase(AdapterFixtures):
         """The run's normalized result (waits at most :data:`WAIT`)."""
         return scn.normalize(run.result(WAIT))
 
-    def resume_until_done(self, dbg: flowdbg.Debugger, run: flowdbg.RunHandle) -> list[str]:
-        """Resume every stop until the run ends; returns the nodes it stopped at, in order."""
+    def resume_until_done(
+        self, dbg: flowdbg.Debugger, run: flowdbg.RunHandle, *, own: bool = False
+    ) -> list[str]:
+        """Resume every stop until the run ends; returns the nodes it stopped at, in order
+        (with ``own``, only the stops at the scenario's own units: see :meth:`own`)."""
         nodes = []
         for _ in range(100):
             stop = dbg.wait_for_stop(WAIT)
             if stop is None:
                 break
-            nodes.append(stop.location.node)
+            if not own or self.own(stop.location):
+                nodes.append(stop.location.node)
             dbg.resume(stop.id)
         else:
             pytest.fail(f"still stopping after 100 resumes, at {nodes[-5:]}")
         run.exception(WAIT)  # join; the caller checks the outcome
         return nodes
 
-    @staticmethod
     def assert_at(
+        self,
         stop: flowdbg.Stop,
         node: str,
         position: str = "before",
         reason: flowdbg.StopReason | None = None,
         depth: int | None = None,
     ) -> None:
-        """Assert where ``stop`` is (with a message naming where it really is)."""
+        """Assert where ``stop`` is (with a message naming where it really is). ``depth`` is
+        the scenario's own (0: its top level, 1: inside ``sub`` or a unit), placed where the
+        framework runs the scenario (:attr:`place`)."""
         loc = stop.location
+        if depth is not None:
+            depth = self.place.depth(depth)
         where = f"{stop} (reason {stop.reason.value}, depth {loc.depth})"
         assert loc.node == node, f"expected a stop at {node!r}, got {where}"
         assert loc.position == position, f"expected position {position!r}, got {where}"

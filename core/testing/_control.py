@@ -153,20 +153,18 @@ class AbstractSteppingTests(SuiteBase):
         run = self.launch(dbg, scn, mode)
         self.assert_at(self.wait_stop(dbg), "a", "before", StopReason.BREAKPOINT)
 
-        dbg.step_over()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_over)
         self.assert_at(stop, "b", "before", StopReason.STEP)
         assert stop.breakpoints == ()
         assert bp.id not in stop.hits
         assert dbg.inspect("x") == 2
 
-        dbg.step_over()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_over)
         self.assert_at(stop, "c", "before", StopReason.STEP)
         assert dbg.inspect("x") == 20
 
-        dbg.step_over()  # from the last top-level unit: runs to the end
-        self.wait_no_stop(dbg)
+        # from the last top-level unit: runs to the end
+        self.step_to_end(dbg, dbg.step_over)
         assert run.done()
         assert self.finish(run, scn) == EXPECTED["linear"]
 
@@ -175,8 +173,7 @@ class AbstractSteppingTests(SuiteBase):
         dbg.break_before("a")
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        dbg.step_into()
-        self.assert_at(self.wait_stop(dbg), "b", "before", StopReason.STEP)
+        self.assert_at(self.step(dbg, dbg.step_into), "b", "before", StopReason.STEP)
         dbg.resume()
         self.wait_no_stop(dbg)
         assert self.finish(run, scn) == EXPECTED["linear"]
@@ -186,8 +183,7 @@ class AbstractSteppingTests(SuiteBase):
         dbg.break_before("a")
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        dbg.step_out()
-        self.wait_no_stop(dbg)
+        self.step_to_end(dbg, dbg.step_out)
         assert self.finish(run, scn) == EXPECTED["linear"]
 
     def test_step_over_follows_a_loop(self, dbg: flowdbg.Debugger) -> None:
@@ -195,18 +191,16 @@ class AbstractSteppingTests(SuiteBase):
         dbg.break_before("inc", temporary=True)
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        counts = [dbg.inspect("count")]
+        counts = [dbg.inspect("state:count")]
         nodes = ["inc"]
         for _ in range(5):
-            dbg.step_over()
-            stop = self.wait_stop(dbg)
+            stop = self.step(dbg, dbg.step_over)
             assert stop.reason == StopReason.STEP
             nodes.append(stop.location.node)
-            counts.append(dbg.inspect("count"))
+            counts.append(dbg.inspect("state:count"))
         assert nodes == ["inc"] * 5 + ["done"]
         assert counts == [0, 1, 2, 3, 4, 5]
-        dbg.step_over()
-        self.wait_no_stop(dbg)
+        self.step_to_end(dbg, dbg.step_over)
         assert self.finish(run, scn) == EXPECTED["loop"]
 
     def test_step_into_and_out_of_a_nested_graph(self, dbg: flowdbg.Debugger, mode: str) -> None:
@@ -215,22 +209,19 @@ class AbstractSteppingTests(SuiteBase):
         run = self.launch(dbg, scn, mode)
         self.assert_at(self.wait_stop(dbg), "sub", "before", StopReason.BREAKPOINT, depth=0)
 
-        dbg.step_into()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_into)
         self.assert_at(stop, "inner1", "before", StopReason.STEP, depth=1)
-        assert stop.location.path == ("sub",)
+        assert stop.location.path == self.place.of(("sub",))
         assert dbg.inspect("x") == 2
 
-        dbg.step_over()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_over)
         self.assert_at(stop, "inner2", "before", StopReason.STEP, depth=1)
         assert dbg.inspect("x") == 20
 
-        dbg.step_out()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_out)
         self.assert_at(stop, "post", "before", StopReason.STEP, depth=0)
-        assert stop.location.path == ()
-        assert dbg.inspect("z") == 21
+        assert stop.location.path == self.place.of(())
+        assert dbg.inspect("state:z") == 21
 
         dbg.resume()
         self.wait_no_stop(dbg)
@@ -242,15 +233,12 @@ class AbstractSteppingTests(SuiteBase):
         run = self.launch(dbg, scn, mode)
         self.assert_at(self.wait_stop(dbg), "pre", "before", depth=0)
 
-        dbg.step_over()
-        self.assert_at(self.wait_stop(dbg), "sub", "before", StopReason.STEP, depth=0)
-        dbg.step_over()
-        stop = self.wait_stop(dbg)
+        self.assert_at(self.step(dbg, dbg.step_over), "sub", "before", StopReason.STEP, depth=0)
+        stop = self.step(dbg, dbg.step_over)
         self.assert_at(stop, "post", "before", StopReason.STEP, depth=0)
-        assert dbg.inspect("x") == 20
+        assert dbg.inspect("state:x") == 20
 
-        dbg.step_over()
-        self.wait_no_stop(dbg)
+        self.step_to_end(dbg, dbg.step_over)
         assert self.finish(run, scn) == EXPECTED["nested"]
 
     def test_step_over_from_the_last_nested_unit_leaves_the_graph(
@@ -260,8 +248,7 @@ class AbstractSteppingTests(SuiteBase):
         dbg.break_before("inner2")
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "inner2", "before", depth=1)
-        dbg.step_over()
-        self.assert_at(self.wait_stop(dbg), "post", "before", StopReason.STEP, depth=0)
+        self.assert_at(self.step(dbg, dbg.step_over), "post", "before", StopReason.STEP, depth=0)
         dbg.resume()
         assert self.finish(run, scn) == EXPECTED["nested"]
 
@@ -270,8 +257,7 @@ class AbstractSteppingTests(SuiteBase):
         dbg.break_before("inner1")
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "inner1", "before", depth=1)
-        dbg.step_out()
-        self.assert_at(self.wait_stop(dbg), "post", "before", StopReason.STEP, depth=0)
+        self.assert_at(self.step(dbg, dbg.step_out), "post", "before", StopReason.STEP, depth=0)
         dbg.resume()
         assert self.finish(run, scn) == EXPECTED["nested"]
 
@@ -282,8 +268,7 @@ class AbstractSteppingTests(SuiteBase):
         bp = dbg.break_before("inner2")
         run = self.launch(dbg, scn)
         self.assert_at(self.wait_stop(dbg), "sub")
-        dbg.step_over()
-        stop = self.wait_stop(dbg)
+        stop = self.step(dbg, dbg.step_over)
         self.assert_at(stop, "inner2", "before", StopReason.BREAKPOINT, depth=1)
         assert stop.breakpoints == (bp.id,)
         dbg.clear()
@@ -561,10 +546,10 @@ class AbstractParallelTests(SuiteBase):
         stops = self._both_stopped(dbg)
         dbg.step_over(stops["p1"].id)
         dbg.resume(stops["p2"].id)
-        stop = self.wait_stop(dbg)
+        stop = self.onto_own(dbg, self.wait_stop(dbg))
         self.assert_at(stop, "join", "before", StopReason.STEP)
         if self.merged_updates:
-            assert sorted(dbg.inspect("items")) == ["p1", "p2"]
+            assert sorted(dbg.inspect("state:items")) == ["p1", "p2"]
         else:  # the join receives the branches' events
             assert sorted(item for event in dbg.inspect("") for item in event["items"]) == [
                 "p1",

@@ -13,7 +13,7 @@ import pytest
 
 from flowdbg.adapter import AdapterInfo, Capability
 
-__all__ = ["EXPECTED", "SCENARIO_CAPABILITIES", "AdapterFixtures", "Scenario"]
+__all__ = ["EXPECTED", "SCENARIO_CAPABILITIES", "AdapterFixtures", "Placement", "Scenario"]
 
 
 @dataclass
@@ -45,6 +45,40 @@ class Scenario:
     started: threading.Event | None = None
     release: Callable[[], None] | None = None
     effects: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a framework runs a scenario's units, when not as a graph runs its nodes.
+
+    The suites state depths and paths as a graph has them: the scenario's units at the top of
+    the run (depth 0, path ``()``), the nested scenario's inner units one level down (path
+    ``("sub",)``). An agent framework may run them as the tool calls of an agent instead, one
+    level inside it, with its own units (the agent, its model turns) around them.
+
+    :param path: the path above the scenario's top-level units (``("agent",)`` for the tool
+        calls of an agent named ``agent``).
+    :param kind: the kind of the scenario's units; units of other kinds are the framework's
+        own (an agent, a model turn), which stepping passes and lists of stops leave out.
+        ``None``: :attr:`AdapterFixtures.unit_kind`.
+    :param nested: the nested scenario's inner units' path below ``path``: ``("sub",)`` for
+        a nested graph run as unit ``sub``; an agent used as the tool ``sub`` adds its own unit.
+    """
+
+    path: tuple[str, ...] = ()
+    kind: str | None = None
+    nested: tuple[str, ...] = ("sub",)
+
+    def depth(self, nominal: int) -> int:
+        """The depth of a unit the suites place at ``nominal`` (0: the scenario's top level,
+        1: inside the nested unit ``sub``, or a call inside a unit)."""
+        return len(self.path) + (nominal and len(self.nested) + nominal - 1)
+
+    def of(self, nominal: tuple[str, ...]) -> tuple[str, ...]:
+        """The path of a unit the suites place at ``nominal`` (``()`` or ``("sub",)``)."""
+        if nominal[:1] == ("sub",):
+            return (*self.path, *self.nested, *nominal[1:])
+        return (*self.path, *nominal)
 
 
 def _frozen(**results: dict[str, Any]) -> Mapping[str, Mapping[str, Any]]:
@@ -168,6 +202,10 @@ class AdapterFixtures(abc.ABC):
     #: built, each with the reason, which they are skipped with (a requirement no capability
     #: names, in the habit of SQLAlchemy's exclusions); keep it short and every reason precise
     excluded: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    #: the kinds of the tools scenario's calls that a rerun with recorded calls can serve
+    #: (capability ``cached_calls``): a call the adapter only observes (a LangGraph node
+    #: calling a tool itself) runs live in its place
+    served_call_kinds: ClassVar[frozenset[str]] = frozenset({"llm", "tool"})
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:
@@ -211,6 +249,12 @@ class AdapterFixtures(abc.ABC):
         tests.
         """
         raise NotImplementedError("the fixtures build no handoff scenario")
+
+    def placement(self, scenario: str) -> Placement:
+        """Where the framework runs the units of ``scenario`` (``linear``, ``branch_positive``,
+        ...): by default as a graph runs its nodes, at the top of the run, of kind
+        :attr:`unit_kind`."""
+        return Placement(kind=self.unit_kind)
 
     def reply_text(self, output: Any) -> Any:
         """The text of a model reply as an ``llm`` unit's output holds it (the output itself by

@@ -21,12 +21,14 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -204,6 +206,9 @@ class LangGraphFixtures(AdapterFixtures):
     def reply_text(self, output: Any) -> Any:
         return getattr(output, "content", output)
 
+    # the tools scenario's node calls its tools itself: seen through callbacks, they run live
+    served_call_kinds = frozenset({"llm"})
+
 
 class TestLangGraphBreakpoints(LangGraphFixtures, AbstractBreakpointTests):
     pass
@@ -270,6 +275,14 @@ class TestLangGraphViews(LangGraphFixtures, AbstractViewTests):
 
 
 class TestLangGraphRecording(LangGraphFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestLangGraphFork(LangGraphFixtures, AbstractForkTests):
+    pass
+
+
+class TestLangGraphRerun(LangGraphFixtures, AbstractRerunTests):
     pass
 
 

@@ -26,12 +26,14 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -422,6 +424,14 @@ class TestLlamaIndexViews(LlamaIndexFixtures, AbstractViewTests):
 
 
 class TestLlamaIndexRecording(LlamaIndexFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestLlamaIndexFork(LlamaIndexFixtures, AbstractForkTests):
+    pass
+
+
+class TestLlamaIndexRerun(LlamaIndexFixtures, AbstractRerunTests):
     pass
 
 

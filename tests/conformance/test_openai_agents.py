@@ -25,7 +25,7 @@ from agents import Agent, AgentHooks, RunContextWrapper, Runner, function_tool, 
 from agents.testing import ModelStep, assistant_message, function_call
 from pydantic import BaseModel
 
-from flowdbg.testing import ALL_SUITES, AdapterFixtures, Scenario
+from flowdbg.testing import ALL_SUITES, AdapterFixtures, Placement, Scenario
 
 #: Longest a slow tool waits for release() before giving up on its own.
 SLOW_LIMIT = 10.0
@@ -33,52 +33,19 @@ SLOW_LIMIT = 10.0
 #: sends a loop round again).
 TURNS = 40
 
-_NOT_LINEAR = (
-    "the suites hold the {what} units to a graph's top level: kind 'agent' at depth 0 (so "
-    "agents), whose input and output are the state's keys; an agent's input is the "
-    "conversation and its output a final answer or a handoff, which adds a 'handoff' unit "
-    "named for the next agent before it; built of tool calls instead, the units sit one "
-    "level inside the agent"
-)
-
 # Why tests that build a scenario cannot hold for an agent run (OpenAIAgentsFixtures.excluded).
-_NESTED_DEPTH = (
-    "the outer units (pre, sub, post) are tool calls one level inside the agent (depth 1), and "
-    "an agent used as a tool runs as a child run of the tool call 'sub' (path ('agent', "
-    "'sub')) that starts with the inner agent's own unit, named 'sub' too (a breakpoint on "
-    "'sub' stops at both), so inner1 and inner2 sit three levels down (agent/sub/sub), between "
-    "the inner agent's model turns; the test expects the outer units at the top level and the "
-    "inner ones one level down (path ('sub',)), alone in the child run"
-)
-_EVERY_UNIT = (
-    "every unit of an agent run stops, and it has more units than the scenario names: the "
-    "agent 'agent' first, a model turn 'chat' before and after each tool call, and the inner "
-    "agent's own unit 'sub' inside the tool call 'sub', with inner1 and inner2 at depth 3 "
-    "(agent/sub/sub); the test expects exactly pre, sub, inner1, inner2 and post, the inner "
-    "ones at depth 1"
-)
-_ENTRY_AGENT = (
-    "the first unit of an agent run is the agent itself ('agent', kind agent, depth 0): "
-    "stop_on_entry stops there, where the test expects the first tool call 'pre'"
-)
-_TOP_LEVEL = (
-    "the branches p1 and p2 are tool calls one level inside the agent (depth 1, path "
-    "('agent',)), and the agent and its model turns are units too, where the test expects the "
-    "branches and their neighbours alone at the top level"
-)
-_TURNS_BETWEEN = (
-    "the agent calls its model after every tool call, so stepping over a tool (a parallel one "
-    "too: the turn receives both calls' results) lands on the model turn (llm unit 'chat') "
-    "before the next tool, where the test expects the next tool (the loop's 'inc', the "
-    "'join')"
-)
-_AGENT_WATCH = (
-    "the agent's own unit encloses the tool calls that change the value and, when it ends, "
-    "reports the change again (a second watch stop, at the agent)"
-)
 _OUTPUT_NOT_COMMITTED = (
     "a tool writes the run context itself and returns its update to the model: an edit of its "
     "output at the after stop changes what the model receives, not the state the test reads"
+)
+_TOOL_INPUT = (
+    "a tool's input is its arguments, not the run context: an edit of x at c's before stop "
+    "reaches c as its argument (c returns y = x + 1 from it) but not the context's x, which c "
+    "does not write; and a key the tool takes no argument for ('w') is refused"
+)
+_ROUTED_BY_MODEL = (
+    "the route after a tool call is the next model turn's choice: the decision is at that llm "
+    "unit's after stop (the calls it plans), not at the tool's"
 )
 _NO_ARGUMENTS = (
     "the parallel scenario's tools take no arguments (they read the run context), so the state "
@@ -222,14 +189,16 @@ class OpenAIAgentsFixtures(AdapterFixtures):
       got (reply, found, ran): the handoff's own callback writes that into the context, and
       ``done``'s agent hooks set ``finished``. ``found`` and ``ran`` are thus the tool results
       as the model received them (edits included).
-    - **linear**, **branch** and **failing** are not built (the builders say why); **handoff**
-      is the agents' own scenario.
+    - **failing** is not built (the builder says why); **handoff** is the agents' own
+      scenario.
 
     What such a run does that a graph does not: the units sit one level inside the agent,
-    between model turns (the suites leave later model turns and handoffs out of the tool
-    scenario's step lists); a tool writes the state itself, so an edit of its output changes
-    what the model receives, not the state. The tests that hold the units to a graph's shape
-    anyway are listed in :attr:`excluded`, each with its reason.
+    between its model turns (:meth:`placement`: the suites place depths and paths there, step
+    past the agent and its turns, and leave them out of lists of stops); a tool's input is its
+    arguments and it writes the state itself, so an edit of its output changes what the model
+    receives, not the state, and the route is the next model turn's choice. The tests that
+    hold the units to a graph's shape anyway are listed in :attr:`excluded`, each with its
+    reason.
     """
 
     adapter = "openai_agents"
@@ -239,50 +208,23 @@ class OpenAIAgentsFixtures(AdapterFixtures):
         {
             **dict.fromkeys(
                 (
-                    "test_breakpoint_inside_a_nested_graph",
-                    "test_watch_sees_changes_made_in_a_nested_graph",
-                    "test_step_into_and_out_of_a_nested_graph",
-                    "test_step_over_skips_a_nested_graph",
-                    "test_step_over_from_the_last_nested_unit_leaves_the_graph",
-                    "test_step_out_from_the_first_nested_unit",
-                    "test_breakpoint_hit_while_stepping_over_a_nested_graph",
-                    "test_edit_inside_a_nested_graph",
-                    "test_terminate_inside_a_nested_graph",
-                    "test_wait_for_stop_async_drives_a_worker_run",
-                    "test_nested_run_is_a_child_run",
-                    "test_nested_runs_are_recorded_as_children",
-                ),
-                _NESTED_DEPTH,
-            ),
-            **dict.fromkeys(
-                (
-                    "test_break_on_event_single_steps_everything",
-                    "test_nested_and_top_level_units_are_told_apart",
-                ),
-                _EVERY_UNIT,
-            ),
-            "test_stop_on_entry_ignores_nested_runs": _ENTRY_AGENT,
-            **dict.fromkeys(
-                ("test_two_branches_stop_at_once", "test_parallel_events_carry_branches"),
-                _TOP_LEVEL,
-            ),
-            **dict.fromkeys(
-                (
-                    "test_step_over_follows_a_loop",
-                    "test_step_over_from_a_branch_reaches_the_join",
-                ),
-                _TURNS_BETWEEN,
-            ),
-            **dict.fromkeys(
-                ("test_watch_in_a_loop", "test_watch_after_a_parallel_join"), _AGENT_WATCH
-            ),
-            **dict.fromkeys(
-                (
                     "test_edit_after_a_unit_changes_the_route",
                     "test_edit_at_one_parallel_branch_affects_only_that_branch",
+                    "test_edit_output_after_a_unit",
+                    "test_after_a_unit_a_path_reads_and_edits_its_output",
+                    "test_add_a_key_to_what_a_unit_commits",
+                    "test_delete_a_key_from_what_a_unit_commits",
                 ),
                 _OUTPUT_NOT_COMMITTED,
             ),
+            **dict.fromkeys(
+                (
+                    "test_the_unit_sees_an_edit_made_before_it",
+                    "test_an_edit_of_the_state_a_unit_receives_is_kept_or_refused",
+                ),
+                _TOOL_INPUT,
+            ),
+            "test_after_stop_reports_the_routing_decision": _ROUTED_BY_MODEL,
             **dict.fromkeys(
                 (
                     "test_an_edit_of_a_reducer_list_at_a_before_stop_changes_the_element_shown",
@@ -301,15 +243,73 @@ class OpenAIAgentsFixtures(AdapterFixtures):
         }
     )
 
+    def placement(self, scenario: str) -> Placement:
+        if scenario in ("tools", "handoff"):  # the agents' own scenarios: agents are the units
+            return Placement(kind="agent")
+        # the tool calls of the agent "agent", between its model turns; the nested scenario's
+        # inner units are the tool calls of the agent used as the tool "sub"
+        return Placement(path=("agent",), kind="tool", nested=("sub", "sub_agent"))
+
     # ------------------------------------------------------------------ not agent scenarios
 
+    # ------------------------------------------------------------------ tool scenarios
+
     def build_linear(self) -> Scenario:
-        raise NotImplementedError(_NOT_LINEAR.format(what="a -> b -> c"))
+        effects: list[str] = []
+
+        @function_tool
+        def a(ctx: Ctx, x: int) -> dict[str, int]:
+            """Add one to x."""
+            ctx.context["x"] = x + 1
+            return {"x": x + 1}
+
+        @function_tool
+        def b(ctx: Ctx, x: int) -> dict[str, int]:
+            """Multiply x by ten."""
+            ctx.context["x"] = x * 10
+            return {"x": x * 10}
+
+        @function_tool
+        def c(ctx: Ctx, x: int) -> dict[str, int]:
+            """Set y to x + 1."""
+            ctx.context["y"] = x + 1
+            return {"y": x + 1}
+
+        def plan(known: dict[str, Any], called: list[str]) -> Any:
+            following = {0: "a", 1: "b", 2: "c"}.get(len(called))
+            return [(following, {"x": known["x"]})] if following else "done"
+
+        agent = Agent(name="agent", model=router("chat", plan, effects), tools=[a, b, c])
+        return _state_scenario(agent, {"x": 1}, effects=effects)
 
     def build_branch(self, positive: bool) -> Scenario:
-        raise NotImplementedError(_NOT_LINEAR.format(what="start -> pos | neg"))
+        @function_tool
+        def start(ctx: Ctx, x: int) -> dict[str, bool]:
+            """Note that the branch was seen."""
+            ctx.context["seen"] = True
+            return {"seen": True}
 
-    # ------------------------------------------------------------------ tool scenarios
+        @function_tool
+        def pos(ctx: Ctx) -> dict[str, str]:
+            """The positive branch."""
+            ctx.context["sign"] = "+"
+            return {"sign": "+"}
+
+        @function_tool
+        def neg(ctx: Ctx) -> dict[str, str]:
+            """The negative branch."""
+            ctx.context["sign"] = "-"
+            return {"sign": "-"}
+
+        def plan(known: dict[str, Any], called: list[str]) -> Any:
+            if not called:
+                return [("start", {"x": known["x"]})]
+            if len(called) == 1:
+                return [("pos" if known["x"] > 0 else "neg", {})]
+            return "done"
+
+        agent = Agent(name="agent", model=router("chat", plan), tools=[start, pos, neg])
+        return _state_scenario(agent, {"x": 1 if positive else -1})
 
     def build_loop(self) -> Scenario:
         effects: list[str] = []
@@ -413,7 +413,9 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 return [("inner2", {"x": known["x"]})]
             return json.dumps({"x": known["x"], "z": known["z"]})
 
-        sub = Agent(name="sub", model=router("chat", inner_plan), tools=[inner1, inner2])
+        # the agent used as the tool "sub" has a name of its own: its unit, which starts the
+        # child run, is the framework's (Placement.nested), not the scenario's "sub"
+        sub = Agent(name="sub_agent", model=router("chat", inner_plan), tools=[inner1, inner2])
 
         def plan(known: dict[str, Any], called: list[str]) -> Any:
             if not called:

@@ -11,12 +11,14 @@ from flowdbg.testing import (
     AbstractBreakpointTests,
     AbstractConditionTests,
     AbstractExceptionTests,
+    AbstractForkTests,
     AbstractHandoffTests,
     AbstractLogpointTests,
     AbstractObserverTests,
     AbstractParallelTests,
     AbstractPauseTests,
     AbstractRecordingTests,
+    AbstractRerunTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -262,6 +264,14 @@ class TestStateGraphViews(StateGraphFixtures, AbstractViewTests):
 
 
 class TestStateGraphRecording(StateGraphFixtures, AbstractRecordingTests):
+    pass
+
+
+class TestStateGraphFork(StateGraphFixtures, AbstractForkTests):
+    pass
+
+
+class TestStateGraphRerun(StateGraphFixtures, AbstractRerunTests):
     pass
 
 

@@ -219,6 +219,20 @@ def test_register_plugin_later_turns_observation_on() -> None:
     assert ("run_end", "completed") in rec.calls
 
 
+def test_unregister_plugin_stops_its_hooks_and_restores_the_quiet_path() -> None:
+    dbg = flowdbg.Debugger(record=False)
+    app = dbg.attach(linear_graph())
+    rec = Recorder()
+    dbg.register_plugin(rec)
+    app.invoke({"x": 1})
+    heard = len(rec.calls)
+    dbg.unregister_plugin(rec)
+    assert dbg._ctl.quiet
+    app.invoke({"x": 1})
+    assert len(rec.calls) == heard
+    dbg.unregister_plugin(rec)  # again: nothing to do
+
+
 class Exporter:
     """Observes finished units only, as an exporter would: keeps them, builds records later."""
 

@@ -517,6 +517,7 @@ def test_to_dict_survives_a_json_round_trip() -> None:
         "decision": ["sub"],
         "error": None,
         "child_run_id": None,
+        "cached": False,
     }
     assert data["steps"][3]["decision"] == {"1": "<Opaque>", "inf": "Infinity"}
     assert data["node_stats"]["classify"]["count"] == 1

@@ -18,7 +18,7 @@ pytest.importorskip("llama_index.core", reason="llama-index-core is not installe
 
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
 from llama_index.core.base.llms.types import ToolCallBlock
-from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM
+from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM, MockLLM
 from llama_index.core.workflow import StartEvent, StopEvent, Workflow, step
 
 import flowdbg
@@ -26,7 +26,14 @@ from flowdbg import StopReason
 
 WAIT = 10.0
 LLM = "MockFunctionCallingLLM"
-METHODS = ("achat", "astream_chat", "achat_with_tools", "astream_chat_with_tools")
+METHODS = (
+    "achat",
+    "astream_chat",
+    "achat_with_tools",
+    "astream_chat_with_tools",
+    "acomplete",
+    "astream_complete",
+)
 
 # see test_agents.py: pydantic's deprecation warnings about LlamaIndex's own code, and
 # ReActAgent's own read of ctx.is_running inside a step
@@ -552,6 +559,141 @@ def test_time_held_at_a_model_call_does_not_count_against_the_timeout(
     dbg.clear()
     dbg.resume()
     assert str(run.result(WAIT)) == "done: results for flights"
+
+
+# -- completions in a workflow of one's own ---------------------------------------------------
+
+
+class Summarizing(Workflow):
+    """A workflow of one's own asking its model for a completion, streamed or not: the result
+    is the reply's text and, streamed, the text each chunk added."""
+
+    def __init__(self, llm: Any, streamed: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.llm = llm
+        self.streamed = streamed
+
+    @step
+    async def summarize(self, ev: StartEvent) -> StopEvent:
+        prompt = f"Summarize: {ev.topic}"
+        if not self.streamed:
+            reply = await self.llm.acomplete(prompt)
+            return StopEvent(result=reply.text)
+        deltas, text = [], None
+        async for chunk in await self.llm.astream_complete(prompt):
+            deltas.append(chunk.delta)
+            text = chunk.text
+        return StopEvent(result={"text": text, "deltas": deltas})
+
+
+def summarize(wf: Summarizing, topic: str) -> Any:
+    async def go() -> Any:
+        return await wf.run(topic=topic)
+
+    return go
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["acomplete", "astream_complete"])
+def test_a_completion_holds_before_the_model_and_its_prompt_and_text_are_edited(
+    dbg: flowdbg.Debugger, streamed: bool
+) -> None:
+    prompts: list[str] = []
+
+    class Echo(MockLLM):  # MockLLM answers with the prompt itself
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            prompts.append(prompt)
+            return super().complete(prompt, formatted=formatted, **kwargs)
+
+        def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            prompts.append(prompt)
+            return super().stream_complete(prompt, formatted=formatted, **kwargs)
+
+    wf = Summarizing(Echo(), streamed=streamed, timeout=30)
+    dbg.attach(wf)
+    dbg.break_before("*", kind="llm")
+    dbg.break_after("*", kind="llm")
+    run = dbg.start(summarize(wf, "flowdbg"))
+
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "Echo",
+        "llm",
+        "before",
+    )
+    assert stop.location.path == ("summarize",)
+    assert prompts == []  # held before the model was called
+    assert dbg.inspect("prompt") == "Summarize: flowdbg"
+    dbg.set("prompt", "Say: hi")
+    dbg.resume()
+
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.position == "after"
+    assert prompts == ["Say: hi"]  # the model received the edit
+    assert dbg.inspect("") == "Say: hi"  # the reply's text
+    dbg.set("", "edited")
+    dbg.resume()
+    assert dbg.wait_for_stop(1.0) is None
+    result = run.result(WAIT)
+    if streamed:  # the model's chunks as they came, then the edited text in one more
+        assert result["text"] == "edited"
+        assert "".join(result["deltas"]) == "Say: hi"
+        assert result["deltas"][-1] == ""
+    else:
+        assert result == "edited"
+    (log,) = dbg.runs
+    assert [(s.node, s.kind, s.status) for s in log.steps] == [
+        ("summarize", "node", "completed"),
+        ("Echo", "llm", "completed"),
+    ]
+
+
+def test_edits_a_completion_cannot_take_are_refused_with_what_to_do(
+    dbg: flowdbg.Debugger,
+) -> None:
+    wf = Summarizing(MockLLM(), timeout=30)
+    dbg.attach(wf)
+    dbg.break_before("*", kind="llm")
+    dbg.break_after("*", kind="llm")
+    run = dbg.start(summarize(wf, "flowdbg"))
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match="edit prompt"):
+        dbg.set("messages", [])
+    with pytest.raises(flowdbg.EditRefused, match="text, not a int"):
+        dbg.set("prompt", 42)
+    assert dbg.inspect("prompt") == "Summarize: flowdbg"  # refused edits change nothing
+    dbg.resume()
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match="set it to a string"):
+        dbg.set("", ["not", "text"])
+    dbg.clear()
+    dbg.resume()
+    assert run.result(WAIT) == "Summarize: flowdbg"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["acomplete", "astream_complete"])
+def test_completions_attached_and_recording_give_the_same_results(
+    tmp_path: Path, streamed: bool
+) -> None:
+    async def bare() -> Any:
+        return await Summarizing(MockLLM(), streamed=streamed, timeout=30).run(topic="x")
+
+    expected = asyncio.run(bare())
+    dbg = flowdbg.Debugger(db=str(tmp_path / "flowdbg.db"))
+    try:
+        wf = Summarizing(MockLLM(), streamed=streamed, timeout=30)
+        dbg.attach(wf)
+        run = dbg.start(summarize(wf, "x"))
+        assert run.result(WAIT) == expected
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        steps = store.get_steps(run.run_id or "")
+    finally:
+        dbg.close()
+    (call,) = [s for s in steps if s.kind == "llm"]
+    assert call.input == {"prompt": "Summarize: x"}
+    assert call.output == "Summarize: x"
 
 
 # -- stepping, recording -----------------------------------------------------------------------

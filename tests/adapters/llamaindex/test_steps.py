@@ -281,6 +281,44 @@ def test_a_workflow_built_and_run_inside_a_step_is_a_child_run(dbg: flowdbg.Debu
     assert run.done()
 
 
+class Half(Event):
+    x: int
+
+
+class DelegateThenFinish(Workflow):
+    """A step that runs a workflow built inside it, then a step after it: the child registers
+    on the parent's runtime between the two."""
+
+    @step
+    async def delegate(self, ev: StartEvent) -> Half:
+        return Half(x=await Child(timeout=30).run(x=ev.x))
+
+    @step
+    async def finish(self, ev: Half) -> StopEvent:
+        return StopEvent(result=ev.x + 1)
+
+
+@pytest.mark.parametrize("watched", [False, True], ids=["quiet", "at-a-stop"])
+def test_decisions_after_a_child_workflow_name_the_parents_steps(
+    dbg: flowdbg.Debugger, watched: bool
+) -> None:
+    wf = DelegateThenFinish(timeout=30)
+    dbg.attach(wf)
+    if watched:
+        dbg.break_after("delegate")
+    run = start(dbg, wf, x=2)
+    if watched:
+        stop = stop_at(dbg, "delegate", "after")
+        assert stop.decision == {"finish": "Half"}
+        dbg.resume()
+    assert run.result(WAIT) == 5
+    (log,) = dbg.runs
+    decisions = {s.node: s.decision for s in log.steps}
+    assert decisions["delegate"] == {"finish": "Half"}  # the parent's step, not the child's
+    assert decisions["finish"] == {"__end__": "StopEvent"}
+    assert [s.decision for s in log.children[0].steps] == [{"__end__": "StopEvent"}]
+
+
 def test_registering_builds_workflows_on_the_debugged_runtime(dbg: flowdbg.Debugger) -> None:
     wf = Quick(timeout=30)
     dbg.attach(wf)

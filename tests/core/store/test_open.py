@@ -43,7 +43,7 @@ def test_a_new_database_is_created_with_its_folder_in_wal_mode(tmp_path: Path) -
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     finally:
         conn.close()
-    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(DB_SCHEMA_VERSION) == "1"
+    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(DB_SCHEMA_VERSION) == "2"
 
 
 def test_the_default_database_is_in_the_current_folder_unless_flowdbg_db_says(
@@ -220,7 +220,8 @@ def test_an_older_schema_is_migrated_forward(
         conn.execute("ALTER TABLE runs ADD COLUMN notes TEXT")
 
     monkeypatch.setattr(_sqlite, "MIGRATIONS", [*_sqlite.MIGRATIONS, add_notes])
-    monkeypatch.setattr(_sqlite, "DB_SCHEMA_VERSION", 2)
+    newer = _sqlite.DB_SCHEMA_VERSION + 1
+    monkeypatch.setattr(_sqlite, "DB_SCHEMA_VERSION", newer)
     with pytest.raises(StoreError, match=r"upgrade it by recording a run into it \(or by"):
         open_store(db, readonly=True)
     with open_store(db) as store:
@@ -228,7 +229,7 @@ def test_an_older_schema_is_migrated_forward(
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
-            "2",
+            str(newer),
         )
         assert "notes" in [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
     finally:

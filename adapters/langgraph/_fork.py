@@ -1,0 +1,89 @@
+"""Forks of recorded LangGraph runs, built without the user's checkpointer.
+
+A fork runs a copy of the graph (``Pregel.copy``: it shares the attached graph's instrumented
+nodes, so the run is debugged like any) compiled with an in-memory checkpointer of its own, on
+a thread of its own, seeded from the record:
+
+1. ``update_state(values, as_node=NODE)``: the recorded (and edited) state, written as the
+   node of the forked step wrote its update. On a fresh thread every channel is empty, so a
+   reducer channel (``operator.add``, ``add_messages``) ends up holding the recorded value
+   itself; NODE's edges and routers run on it, as LangGraph runs them after NODE, and schedule
+   the nodes the current code routes to.
+2. ``invoke(None)`` runs them. When they schedule nothing but the record has nodes next (NODE
+   chose them itself with ``Command(goto=...)``, which the update cannot repeat),
+   ``invoke(Command(goto=NEXT))`` starts those instead.
+
+A fork from step 0 runs the copy from the run's input.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from flowdbg.adapter import RunOptions
+
+if TYPE_CHECKING:
+    from flowdbg.timetravel import ForkPoint
+
+__all__ = ["afork", "check_fork", "fork"]
+
+
+def check_fork(target: Any, point: ForkPoint) -> None:
+    """Refuse what the current graph cannot start from (see the module's docstring)."""
+    from flowdbg.timetravel import ForkError
+
+    nodes = [name for name in target.nodes if name != "__start__"]
+    wanted = [*([point.node] if point.node is not None else []), *(point.next or ())]
+    missing = [name for name in wanted if name not in target.nodes]
+    if missing:
+        raise ForkError(
+            f"the record of step {point.step} names node {missing[0]!r}, which graph "
+            f"{getattr(target, 'name', '?')!r} no longer has (its nodes: {', '.join(nodes)}); "
+            "fork after another step, or give the graph that has it (--target)"
+        )
+    if point.step and not isinstance(point.state, dict):
+        raise ForkError(
+            f"the state after step {point.step} was recorded as a "
+            f"{type(point.state).__name__}, not the mapping of channels a fork writes back"
+        )
+
+
+def _start(target: Any, point: ForkPoint, options: RunOptions | None) -> tuple[Any, Any]:
+    """The graph copy to run and its config (on a new thread of an in-memory checkpointer)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = target.copy(update={"checkpointer": InMemorySaver()})
+    config = dict((options.config if options is not None else None) or {})
+    configurable = dict(config.get("configurable") or {})
+    configurable["thread_id"] = f"flowdbg-fork-{uuid.uuid4().hex}"
+    configurable.pop("checkpoint_id", None)  # a checkpoint of the user's, not of this thread
+    config["configurable"] = configurable
+    return graph, config
+
+
+def _first(point: ForkPoint, scheduled: Any) -> Any:
+    from langgraph.types import Command
+
+    if not scheduled and point.next:
+        return Command(goto=list(point.next))
+    return None
+
+
+def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
+    """Run the fork in this thread (see the module's docstring)."""
+    graph, config = _start(target, point, options)
+    if point.step == 0:
+        return graph.invoke(point.state, config)
+    graph.update_state(config, point.state, as_node=point.node)
+    return graph.invoke(_first(point, graph.get_state(config).next), config)
+
+
+async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
+    """The async form of :func:`fork`."""
+    graph, config = _start(target, point, options)
+    if point.step == 0:
+        return await graph.ainvoke(point.state, config)
+    await graph.aupdate_state(config, point.state, as_node=point.node)
+    snapshot = await graph.aget_state(config)
+    return await graph.ainvoke(_first(point, snapshot.next), config)

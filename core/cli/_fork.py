@@ -1,0 +1,299 @@
+"""``flowdbg runs fork``: a new run of the current code from a recorded step, debugged like
+``flowdbg run``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from ._app import (
+    CliError,
+    _check_output,
+    _make_debugger,
+    break_option,
+    db_option,
+    debug_session,
+    json_option,
+)
+from ._envelope import emit_json, jsonable
+from ._render import Out, short_id
+
+__all__ = ["parse_edits", "runs_fork", "runs_rerun"]
+
+_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def parse_edits(texts: Sequence[str]) -> dict[str, Any]:
+    """``--set PATH=VALUE`` options as ``{path: value}`` (VALUE: JSON or a Python literal, as
+    the debugger's ``set`` reads it)."""
+    from ._repl import parse_value
+
+    edits: dict[str, Any] = {}
+    for text in texts:
+        path, sep, value = text.partition("=")
+        if not sep or not path.strip():
+            raise CliError(
+                f"--set takes PATH=VALUE, not {text!r} (e.g. --set 'messages[-1].content=\"hi\"')"
+            )
+        try:
+            edits[path.strip()] = parse_value(value)
+        except ValueError as exc:
+            raise CliError(f"--set {text}: {exc}") from None
+    return edits
+
+
+@click.command("fork", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--step",
+    type=click.IntRange(min=0),
+    required=True,
+    metavar="N",
+    help="start after step N of RUN (0: from its input)",
+)
+@click.option(
+    "--set",
+    "edits",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="change the state first (VALUE is JSON or a Python literal); repeatable",
+)
+@break_option
+@click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
+@click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="run this target (path/to/file.py:obj or package.module:obj) instead of the one RUN "
+    "recorded",
+)
+@click.option("--output", metavar="FILE", help="write the fork's whole result to FILE as JSON")
+@db_option
+@json_option
+@click.pass_context
+def runs_fork(
+    ctx: click.Context,
+    run_id: str,
+    step: int,
+    edits: tuple[str, ...],
+    breaks: tuple[str, ...],
+    break_on_exception: bool,
+    stop_on_entry: bool,
+    target: str | None,
+    output: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Fork RUN after step N: run the current code of its target from the state recorded
+    after that step, under the terminal debugger (as flowdbg run does). What runs first is
+    where the current code routes from the step's node given that state (so --set of a
+    routing key changes the route), else the nodes the record says came next. The new run is
+    recorded with where it came from (runs show, runs ls --tree, runs timeline).
+
+    The target is the one RUN recorded (flowdbg run records it as given) unless --target
+    names another. With --json the fork runs to its end without stopping and prints the new
+    run.
+    """
+    if as_json and (breaks or stop_on_entry or break_on_exception):
+        raise click.UsageError("--json runs the fork without stopping: leave out -b and stops")
+    changes = parse_edits(edits)
+    _check_output(output)
+    dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
+    try:
+        store = dbg.store
+        if store is None:
+            raise CliError(
+                "cannot fork: recording is off (FLOWDBG_RECORD=0) or the database cannot be "
+                "written, and the fork must be recorded; pass --db with a writable database"
+            )
+        # everything a fork checks, before anything is printed or run
+        point, obj, ref, _ = dbg._prepare_fork(run_id, step, changes, target)
+        full_id = point.run.run_id
+
+        def start() -> Any:
+            return dbg.fork(full_id, step, changes, target=obj)
+
+        if as_json:
+            dbg.attach(obj, ref=ref)
+            handle = start()
+            error = handle.exception(timeout=None)
+            dbg.flush(timeout=30)
+            assert handle.run_id is not None
+            from ._runs import run_dict, step_dict
+
+            run = store.get_run(handle.run_id)
+            emit_json(
+                "runs fork",
+                {
+                    "run": run_dict(run, values=True),
+                    "steps": [step_dict(s) for s in store.get_steps(run.run_id, values=False)],
+                    "edits": {path: jsonable(value) for path, value in changes.items()},
+                },
+            )
+            code = 0 if error is None else 1
+        else:
+            out = Out()
+            came = f"after step {step}" if step else "from its input"
+            out.line(f"forking run {short_id(full_id)} {came} with {ref or 'the target given'}")
+            code = debug_session(
+                dbg,
+                obj,
+                None,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                output=output,
+                ref=ref,
+                start=start,
+            )
+    finally:
+        dbg.close()
+    ctx.exit(code)
+
+
+@click.command("rerun", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--cached-calls",
+    type=click.Choice(["all", "llm", "tool", "none"]),
+    default="all",
+    show_default=True,
+    help="which model and tool calls are served from RUN's record when they match it",
+)
+@break_option
+@click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
+@click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="run this target (path/to/file.py:obj or package.module:obj) instead of the one RUN "
+    "recorded",
+)
+@click.option(
+    "--until-divergence",
+    is_flag=True,
+    help="end the rerun at the first call that differs from the record, without making it",
+)
+@click.option("--output", metavar="FILE", help="write the rerun's whole result to FILE as JSON")
+@db_option
+@json_option
+@click.pass_context
+def runs_rerun(
+    ctx: click.Context,
+    run_id: str,
+    cached_calls: str,
+    breaks: tuple[str, ...],
+    break_on_exception: bool,
+    stop_on_entry: bool,
+    target: str | None,
+    until_divergence: bool,
+    output: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run RUN again from its input with the current code of its target, under the terminal
+    debugger, serving its model and tool calls from the record: a call whose name and input
+    match the call at the same place in the record gets the recorded result without running
+    (no model is asked, no tool runs); the first call of a node that differs runs live, and
+    so do the calls after it there (with --until-divergence the rerun ends there instead).
+    Served steps show as "cached".
+
+    With --json the rerun runs to its end without stopping and prints the new run, its steps
+    and what was served.
+    """
+    from flowdbg.adapter import Capability
+
+    if as_json and (breaks or stop_on_entry or break_on_exception):
+        raise click.UsageError("--json runs the rerun without stopping: leave out -b and stops")
+    _check_output(output)
+    dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
+    try:
+        if dbg.store is None:
+            raise CliError(
+                "cannot rerun: recording is off (FLOWDBG_RECORD=0) or the database cannot be "
+                "written, and the rerun must be recorded; pass --db with a writable database"
+            )
+        store = dbg.store
+        needs = None if cached_calls == "none" else Capability.CACHED_CALLS
+        run, obj, ref, _ = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        handles: list[Any] = []
+
+        def start() -> Any:
+            handle = dbg.rerun(
+                run.run_id,
+                cached_calls=cached_calls,
+                target=obj,
+                until_divergence=until_divergence,
+            )
+            handles.append(handle)
+            return handle
+
+        if as_json:
+            handle = start()
+            error = handle.exception(timeout=None)
+            dbg.flush(timeout=30)
+            assert handle.run_id is not None and handle.calls is not None
+            from ._runs import run_dict, step_dict
+
+            new = store.get_run(handle.run_id)
+            calls = handle.calls
+            emit_json(
+                "runs rerun",
+                {
+                    "run": run_dict(new, values=True),
+                    "steps": [step_dict(s) for s in store.get_steps(new.run_id, values=False)],
+                    "calls": {
+                        "cached_calls": cached_calls,
+                        "until_divergence": until_divergence,
+                        "served": calls.served,
+                        "live": calls.live,
+                        "saved_seconds": calls.saved_seconds,
+                        "saved_tokens": calls.saved_tokens,
+                        "diverged": [jsonable(d.to_dict()) for d in calls.diverged],
+                    },
+                },
+            )
+            code = 0 if error is None else 1
+        else:
+            out = Out()
+            out.line(
+                f"rerunning run {short_id(run.run_id)} with {ref or 'the target given'}, "
+                f"recorded calls served: {cached_calls}"
+            )
+            code = debug_session(
+                dbg,
+                obj,
+                None,
+                out=out,
+                breaks=breaks,
+                break_on_exception=break_on_exception,
+                stop_on_entry=stop_on_entry,
+                db=db,
+                output=output,
+                ref=ref,
+                start=start,
+            )
+            if handles and handles[0].calls is not None:
+                calls = handles[0].calls
+                saved = f"; saved {calls.saved_seconds:.2f} s of calls"
+                if calls.saved_tokens:
+                    saved += f" and {calls.saved_tokens:,} tokens"
+                out.line(
+                    f"calls served from the record: {calls.served}, run live: {calls.live}"
+                    + (saved if calls.served else "")
+                )
+                for live in calls.diverged:
+                    where = "/".join(live.branch) or "the run"
+                    out.line(
+                        f"  in {where}: {live.kind} {live.name!r} ran live ({live.reason} differs "
+                        f"from step {live.recorded_step} of the record)"
+                        if live.recorded_step is not None
+                        else f"  in {where}: {live.kind} {live.name!r} ran live (not in the record)"
+                    )
+    finally:
+        dbg.close()
+    ctx.exit(code)

@@ -1,0 +1,213 @@
+"""``flowdbg serve``: a target served to other processes over HTTP and a WebSocket."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import click
+
+from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, break_option, db_option
+
+__all__ = ["mcp_command", "serve_command", "server_options", "start_server"]
+
+#: the environment variable a token may come from (so that it is not on a command line)
+TOKEN_ENV = "FLOWDBG_TOKEN"
+
+
+def server_options(fn: Any) -> Any:
+    """``--host``, ``--port``, ``--token`` and ``--allow-host``."""
+    fn = click.option(
+        "--allow-host",
+        "allowed_hosts",
+        multiple=True,
+        metavar="NAME[:PORT]",
+        help="also accept requests whose Host header is NAME:PORT (the name clients reach a "
+        "--host server by); repeatable",
+    )(fn)
+    fn = click.option(
+        "--token",
+        metavar="TOKEN",
+        envvar=TOKEN_ENV,
+        help=f"the secret clients send (default: a random one; also ${TOKEN_ENV}); required "
+        "with a --host other than loopback",
+    )(fn)
+    fn = click.option(
+        "--port",
+        type=click.IntRange(0, 65535),
+        default=0,
+        show_default=True,
+        help="the port (0: a free one)",
+    )(fn)
+    return click.option(
+        "--host",
+        default="127.0.0.1",
+        show_default=True,
+        help="the address to listen on; anything but loopback needs --token too",
+    )(fn)
+
+
+def start_server(
+    dbg: Any,
+    *,
+    target: Any,
+    target_name: str,
+    host: str,
+    port: int,
+    token: str | None,
+    **options: Any,
+) -> Any:
+    """Start the debug server for ``dbg`` and print its URL (with the token).
+
+    :raises CliError: when the server's packages are missing or it cannot listen.
+    """
+    from flowdbg.server import ServerError
+
+    try:
+        server = dbg.serve(
+            host=host, port=port, token=token, target=target, target_name=target_name, **options
+        )
+    except ServerError as exc:
+        raise CliError(str(exc)) from exc
+    # the URL carries the token: printed as is (Out would redact it), on stdout for scripts
+    click.echo(f"flowdbg debug server for {target_name}: {server.url}")
+    return server
+
+
+@click.command("serve", context_settings=_CONTEXT)
+@click.argument("target")
+@server_options
+@break_option
+@click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
+@click.option(
+    "--on-disconnect",
+    type=click.Choice(["resume", "keep"]),
+    default="resume",
+    show_default=True,
+    help="when the last event-stream client goes while runs are held: resume them after "
+    "--grace seconds, or keep them held",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="how long held runs wait for a client to come back",
+)
+@db_option
+@click.option("--no-record", is_flag=True, help="do not record runs to the database")
+@click.pass_context
+def serve_command(
+    ctx: click.Context,
+    target: str,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: tuple[str, ...],
+    breaks: tuple[str, ...],
+    stop_on_entry: bool,
+    on_disconnect: str,
+    grace: float,
+    db: str | None,
+    no_record: bool,
+) -> None:
+    """Serve TARGET to other processes: a web page, an editor, a script or an agent.
+
+    Prints the server's URL with its token and serves until interrupted (Ctrl-C).
+    Clients set breakpoints, start runs with an input, wait for stops, read and edit state,
+    step and resume over HTTP, and follow the runs on the WebSocket /events. Needs
+    pip install 'flowdbg[server]'. See docs/server.md.
+    """
+    from flowdbg.server import require
+
+    from ._render import Out
+    from ._target import load_target
+
+    try:
+        require()
+    except Exception as exc:
+        raise CliError(str(exc)) from exc
+    dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
+    try:
+        obj = load_target(target, dbg)
+        if breaks:
+            try:
+                description = dict(dbg.describe(obj))
+            except NotImplementedError:
+                description = {}
+            _set_breakpoints(dbg, breaks, description, Out())
+        server = start_server(
+            dbg,
+            target=obj,
+            target_name=target,
+            host=host,
+            port=port,
+            token=token,
+            on_disconnect=on_disconnect,
+            grace=grace,
+            allowed_hosts=allowed_hosts,
+        )
+        try:
+            _wait_for_interrupt()
+        finally:
+            server.close()
+    finally:
+        dbg.close()
+
+
+def _wait_for_interrupt() -> None:
+    """Block the main thread until Ctrl-C (or SIGTERM)."""
+    import signal
+
+    done = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread() and os.name != "nt":
+        previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    click.echo("stopped serving")
+
+
+@click.command("mcp", context_settings=_CONTEXT)
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="the program the agent debugs (path/to/file.py:obj); without it, recorded runs only",
+)
+@db_option
+@click.option("--no-record", is_flag=True, help="do not record runs to the database")
+@click.pass_context
+def mcp_command(ctx: click.Context, target: str | None, db: str | None, no_record: bool) -> None:
+    """An MCP server on stdio: lets a coding agent debug TARGET.
+
+    The agent sets breakpoints, starts runs, waits for stops, reads and edits state, steps,
+    resumes, and reads recorded runs, with the tools this server lists. Configure it in an MCP
+    client as {"command": "flowdbg", "args": ["mcp", "--target", "app.py:graph"]}. Needs
+    pip install 'flowdbg[server]'. See docs/mcp.md.
+    """
+    from flowdbg.server import require
+
+    from ._target import load_target
+
+    try:
+        require("mcp")
+    except Exception as exc:
+        raise CliError(str(exc)) from exc
+    from flowdbg.server._mcp import make_mcp_server
+    from flowdbg.server._service import Service
+
+    dbg = _make_debugger(ctx, stop_on_entry=False, no_record=no_record, db=db)
+    try:
+        obj = None if target is None else load_target(target, dbg)
+        service = Service(dbg, obj, target_name=target)
+        make_mcp_server(service).run("stdio")
+    finally:
+        dbg.close()

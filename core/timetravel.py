@@ -1,0 +1,505 @@
+"""Time travel: forks and reruns of recorded runs, and their timeline.
+
+A fork starts a new run of the *current* code of a run's target from the state the record
+holds after one of its steps, under the debugger like any run
+(:meth:`flowdbg.Debugger.fork`, ``flowdbg runs fork``). The core reads the record and decides
+where a run can be forked (:func:`plan_fork`); the target's adapter starts its framework there
+(:meth:`flowdbg.Adapter.fork`, capability :attr:`flowdbg.Capability.FORK`).
+
+A rerun runs a recorded run again from its input with the current code, its model and tool
+calls served from the record while they match it (:class:`RecordedCalls`,
+:meth:`flowdbg.Debugger.rerun`, ``flowdbg runs rerun``; adapters ask
+:meth:`flowdbg.Unit.recorded`, capability :attr:`flowdbg.Capability.CACHED_CALLS`).
+:func:`timeline` gives a run with the runs made from it (``flowdbg runs timeline``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flowdbg._paths import set_path
+from flowdbg.errors import FlowdbgError, Terminated
+
+if TYPE_CHECKING:
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
+
+__all__ = [
+    "CACHED_CALLS",
+    "END_NAMES",
+    "Diverged",
+    "ForkError",
+    "ForkPoint",
+    "LiveCall",
+    "RecordedCalls",
+    "TimelineEntry",
+    "forkable_steps",
+    "plan_fork",
+    "timeline",
+]
+
+#: the names by which frameworks record "the run ends here" in a decision
+END_NAMES = frozenset({"__end__", "END"})
+
+
+class ForkError(FlowdbgError, ValueError):
+    """A run cannot be forked as asked (the step, its values, the target or its adapter);
+    the message says why and, for a step, which steps can be forked from."""
+
+
+@dataclass(frozen=True)
+class ForkPoint:
+    """Where a fork starts: what :meth:`flowdbg.Adapter.fork` is given.
+
+    Values are as the store gives them back: plain JSON values (a framework's objects, such as
+    chat messages, as the mappings they were recorded as).
+    """
+
+    #: the recorded run
+    run: RunRecord
+    #: the step the fork starts after; ``0`` starts from the run's input
+    step: int
+    #: the state to start from, with the edits applied (for step 0: the run's input)
+    state: Any
+    #: the nodes the record says came next (the step's decision), in its order: what runs
+    #: first when the current graph has no route of its own from :attr:`node` (a node that
+    #: chose its successor itself); ``None`` for step 0 (the graph's own entry); ``()`` when
+    #: the run ended after the step
+    next: tuple[str, ...] | None
+    #: the node of the step (``None`` for step 0)
+    node: str | None = None
+    #: the step's superstep, where the framework has one
+    superstep: int | None = None
+    #: the edits applied to :attr:`state`, path -> value
+    edits: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _top_level(run: RunRecord, step: StepRecord) -> bool:
+    return tuple(step.path) == tuple(run.path) and step.kind == "node"
+
+
+def _next_nodes(step: StepRecord) -> tuple[str, ...] | None:
+    """The node names a step's decision routes to, or ``None`` when the decision is not a
+    list of names (a ``Send`` packet, a handoff payload: nothing a fork can start from)."""
+    decision = step.decision
+    if decision is None:
+        return ()
+    if isinstance(decision, str):
+        decision = [decision]
+    if not isinstance(decision, Sequence) or not all(isinstance(d, str) for d in decision):
+        return None
+    return tuple(dict.fromkeys(d for d in decision if d not in END_NAMES))
+
+
+def _supersteps(run: RunRecord, steps: Sequence[StepRecord]) -> dict[int, list[StepRecord]]:
+    """The run's own units by superstep (one pass: a run may have thousands of steps)."""
+    groups: dict[int, list[StepRecord]] = {}
+    for s in steps:
+        if s.superstep is not None and _top_level(run, s):
+            groups.setdefault(s.superstep, []).append(s)
+    return groups
+
+
+def _problem(
+    run: RunRecord,
+    steps: Sequence[StepRecord],
+    index: int,
+    groups: dict[int, list[StepRecord]] | None = None,
+) -> str | None:
+    """Why the run cannot be forked after ``steps[index]``, or ``None`` when it can."""
+    step = steps[index]
+    if not _top_level(run, step):
+        where = "/".join((*step.path, step.node))
+        what = {"llm": "model call", "tool": "tool call"}.get(step.kind, f"{step.kind} unit")
+        return (
+            f"step {step.step} is a {what} inside a node ({where}); a fork starts between "
+            "the run's own nodes"
+        )
+    if step.status != "completed":
+        return f"step {step.step} ({step.node}) did not complete (it is {step.status})"
+    if step.partial:
+        return (
+            f"step {step.step} ({step.node}) has values recorded partial (some could not be "
+            "serialized and were stored as a repr), so its state cannot be rebuilt"
+        )
+    if step.superstep is not None:
+        if groups is None:
+            groups = _supersteps(run, steps)
+        group = groups.get(step.superstep, [])
+        branches = {s.branch for s in group}
+        if len(branches) > 1:
+            names = ", ".join(f"{s.step} ({s.node})" for s in group)
+            return (
+                f"step {step.step} ({step.node}) ran beside other nodes in superstep "
+                f"{step.superstep} (steps {names}); the state between parallel branches is "
+                "not one the graph ever had"
+            )
+        if group and group[-1] is not step:
+            return f"step {step.step} ({step.node}) was retried: fork after step {group[-1].step}"
+    if _next_nodes(step) is None:
+        return (
+            f"step {step.step} ({step.node}) routed to {step.decision!r}, which is not a list "
+            "of nodes a fork can start"
+        )
+    return None
+
+
+def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
+    """The steps of ``run`` a fork can start after (``0``: from its input), in order.
+
+    :param steps: the run's steps (values are not needed).
+    """
+    groups = _supersteps(run, steps)
+    return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i, groups) is None]
+
+
+def _listing(numbers: Sequence[int]) -> str:
+    """``0, 1, 2, 3, 5`` as ``0..3, 5``: three consecutive steps or more as a range."""
+    parts: list[str] = []
+    start = prev = None
+    for n in [*numbers, None]:
+        if start is not None and (n is None or n != prev + 1):  # type: ignore[operator]
+            if prev - start >= 2:  # type: ignore[operator]
+                parts.append(f"{start}..{prev}")
+            else:
+                parts.extend(str(k) for k in range(start, prev + 1))  # type: ignore[operator]
+            start = None
+        if n is not None and start is None:
+            start = n
+        prev = n
+    return ", ".join(parts)
+
+
+def plan_fork(
+    store: Store, run_id: str, step: int, edits: Mapping[str, Any] | None = None
+) -> ForkPoint:
+    """Read where a fork of ``run_id`` after ``step`` starts, with ``edits`` applied.
+
+    :param store: the store holding the run.
+    :param run_id: the run's id or a unique prefix.
+    :param step: the step to start after (``0``: from the run's input).
+    :param edits: path -> new value, paths as ``dbg.set`` takes them (``messages[-1].content``),
+        applied in order to a copy of the recorded state.
+    :raises flowdbg.store.RunNotFound: for an unknown run.
+    :raises ForkError: for a nested run, or a step that is unknown or cannot be forked from
+        (the message names the steps that can), or an edit whose path does not fit the state.
+    """
+    from flowdbg.errors import PathError
+
+    run = store.get_run(run_id)
+    short = run.run_id[:8]
+    if run.parent_run_id is not None:
+        raise ForkError(
+            f"run {short} is nested in run {run.parent_run_id[:8]} (at its step "
+            f"{run.parent_step}); fork the top-level run instead"
+        )
+    steps = store.get_steps(run.run_id, values=False)
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise ForkError(f"step must be a step number, not {step!r}")
+    if step == 0:
+        state, next_nodes, node, superstep = run.input, None, None, None
+    else:
+        found = [i for i, s in enumerate(steps) if s.step == step]
+        if not found:
+            last = steps[-1].step if steps else 0
+            raise ForkError(
+                f"run {short} has no step {step} (its steps are 1..{last}); it can be forked "
+                f"after steps {_listing(forkable_steps(run, steps))}"
+            )
+        problem = _problem(run, steps, found[0])
+        if problem is not None:
+            raise ForkError(
+                f"cannot fork run {short} after step {step}: {problem}; it can be forked after "
+                f"steps {_listing(forkable_steps(run, steps))}"
+            )
+        chosen = steps[found[0]]
+        state = store.get_state(run.run_id, step)
+        next_nodes, node, superstep = _next_nodes(chosen), chosen.node, chosen.superstep
+    state = copy.deepcopy(state)
+    applied: dict[str, Any] = {}
+    for path, value in (edits or {}).items():
+        try:
+            state = set_path({} if state is None else state, path, value)
+        except PathError as exc:
+            raise ForkError(
+                f"cannot apply the edit {path!r} to the state after step {step} of run "
+                f"{short}: {exc}"
+            ) from exc
+        applied[path] = value
+    return ForkPoint(
+        run=run,
+        step=step,
+        state=state,
+        next=next_nodes,
+        node=node,
+        superstep=superstep,
+        edits=applied,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reruns with recorded calls
+# --------------------------------------------------------------------------------------------
+
+#: ``cached_calls`` of a rerun -> the unit kinds served from the record
+CACHED_CALLS: Mapping[str, frozenset[str]] = {
+    "all": frozenset({"llm", "tool"}),
+    "llm": frozenset({"llm"}),
+    "tool": frozenset({"tool"}),
+    "none": frozenset(),
+}
+
+
+class Diverged(Terminated):
+    """Ends a rerun with ``until_divergence`` at its first call that differs from the record
+    (a :class:`flowdbg.Terminated`: the run ends ``terminated``, the call is not made)."""
+
+
+@dataclass(frozen=True)
+class LiveCall:
+    """The first call of a branch that ran live in a rerun although the record had a call at
+    its position: what it was and what the record had there."""
+
+    #: the branch: the units the call is inside, from the run down (``("agent",)``)
+    branch: tuple[str, ...]
+    #: the call's kind and name in the rerun
+    kind: str
+    name: str
+    #: what the record has at that position (``None``: the recorded branch had no more calls)
+    recorded_name: str | None
+    recorded_step: int | None
+    #: why it ran live: ``"input"`` (its input differs), ``"name"`` (another call),
+    #: ``"partial"`` (the recorded values are incomplete), ``"extra"`` (no recorded call left)
+    reason: str
+    #: the call's input in the rerun and in the record (plain values)
+    input: Any = None
+    recorded_input: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "branch": list(self.branch),
+            "kind": self.kind,
+            "name": self.name,
+            "recorded_name": self.recorded_name,
+            "recorded_step": self.recorded_step,
+            "reason": self.reason,
+            "input": self.input,
+            "recorded_input": self.recorded_input,
+        }
+
+
+class RecordedCalls:
+    """The model and tool calls of a recorded run, served to a rerun of it.
+
+    A call of the rerun is matched with the call at the same position of its *branch* in the
+    record: the branch is where the call is made (the units it is inside, ``unit.run.path``:
+    the node making it, with the subgraph nodes above), and the position counts the calls made
+    there in order, whatever their kind. A call of a served kind (``kinds``) whose name and
+    input (as the store keeps values: plain JSON, secrets redacted) equal the recorded one's
+    gets the recorded output without running. The first call of a branch that does not match
+    runs live, and so does every later call of that branch.
+
+    Thread-safe: parallel branches call :meth:`serve` at once.
+
+    :param steps: the recorded run's steps and those of its nested runs, with their values.
+    :param kinds: the unit kinds to serve (``{"llm", "tool"}`` for all).
+    :param redact: the store's key patterns, to encode live inputs as the record has them.
+    :param until_divergence: end the run (:class:`Diverged`) at the first call that differs,
+        instead of running it live.
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[StepRecord],
+        kinds: frozenset[str],
+        redact: Any = None,
+        *,
+        until_divergence: bool = False,
+    ) -> None:
+        import collections
+        import threading
+
+        from flowdbg.store._encode import DEFAULT_REDACT, compile_redact
+
+        self.kinds = kinds
+        self.until_divergence = until_divergence
+        self._redact = compile_redact(DEFAULT_REDACT if redact is None else redact)
+        self._lock = threading.Lock()
+        self._queues: dict[tuple[str, ...], collections.deque[StepRecord]] = {}
+        for step in sorted(steps, key=lambda s: (s.started_at, s.step)):
+            if step.kind in CACHED_CALLS["all"] and step.status == "completed":
+                self._queues.setdefault(tuple(step.path), collections.deque()).append(step)
+        self._live: set[tuple[str, ...]] = set()
+        self._asked: set[int] = set()  # the units that asked (alive while their run is)
+        #: how many calls were served from the record, and how many ran live
+        self.served = 0
+        self.live = 0
+        #: what the served calls took in the recorded run: seconds, and the tokens their
+        #: replies report (``usage_metadata.total_tokens``, ``usage.total_tokens``)
+        self.saved_seconds = 0.0
+        self.saved_tokens = 0
+        #: the first call of each branch that ran live where the record had one, in order
+        self.diverged: list[LiveCall] = []
+
+    @property
+    def recorded(self) -> int:
+        """How many calls the record has."""
+        return sum(len(q) for q in self._queues.values()) + self.served
+
+    def serve(self, unit: Any, input: Any, *, servable: bool = True) -> tuple[bool, Any]:
+        """``(True, recorded output)`` to serve the call ``unit`` makes with ``input``, else
+        ``(False, None)`` (see the class). A unit asks once; asking again answers
+        ``(False, None)`` and changes nothing.
+
+        :param servable: ``False`` for a call the adapter cannot give a result (it only
+            observes it): its position is taken and compared, but it runs live.
+        """
+        from flowdbg.store._encode import Encoder
+
+        branch = tuple(unit.run.path)
+        with self._lock:
+            if id(unit) in self._asked:
+                return False, None
+            self._asked.add(id(unit))
+            # a new encoder each time: one remembers the lists it encoded by identity, and a
+            # node may pass the same list, grown since, to its next call
+            plain, partial = Encoder(self._redact).encode(input)
+            if branch in self._live:
+                self.live += 1
+                return False, None
+            queue = self._queues.get(branch)
+            recorded = queue.popleft() if queue else None
+            reason = None
+            if recorded is None:
+                reason = "extra"
+            elif recorded.node != unit.node or recorded.kind != unit.kind:
+                reason = "name"
+            elif recorded.partial or partial:
+                reason = "partial"
+            elif not _same(_plain(plain), recorded.input):
+                reason = "input"
+            if reason is None and unit.kind in self.kinds and servable:
+                assert recorded is not None
+                self.served += 1
+                self.saved_seconds += recorded.duration or 0.0
+                self.saved_tokens += _tokens(recorded.output)
+                return True, copy.deepcopy(recorded.output)
+            if reason is not None:
+                self._live.add(branch)
+                if recorded is not None or self._queues.get(branch) is not None:
+                    live = LiveCall(
+                        branch=branch,
+                        kind=unit.kind,
+                        name=unit.node,
+                        recorded_name=None if recorded is None else recorded.node,
+                        recorded_step=None if recorded is None else recorded.step,
+                        reason=reason,
+                        input=_plain(plain),
+                        recorded_input=None if recorded is None else recorded.input,
+                    )
+                    self.diverged.append(live)
+                    if self.until_divergence:
+                        where = "/".join(branch) or "the run"
+                        raise Diverged(
+                            f"stopped at the first call that differs from the record: "
+                            f"{unit.kind} {unit.node!r} in {where} ({reason} differs from "
+                            f"step {live.recorded_step} of the recorded run)"
+                            if live.recorded_step is not None
+                            else f"stopped at the first call that differs from the record: "
+                            f"{unit.kind} {unit.node!r} in {where} (the record has no more "
+                            "calls there)"
+                        )
+            self.live += 1
+            return False, None
+
+
+def _tokens(output: Any) -> int:
+    """The total tokens a recorded model reply reports, or 0."""
+    if not isinstance(output, dict):
+        return 0
+    for key in ("usage_metadata", "usage"):
+        usage = output.get(key)
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens")
+            if isinstance(total, int) and not isinstance(total, bool):
+                return total
+    return 0
+
+
+#: what a call's input may differ in and still be served: a provider's bookkeeping on the
+#: messages it holds (token usage, response metadata), which a served reply does not repeat
+_BOOKKEEPING = ("**.usage_metadata", "**.response_metadata")
+
+
+def _same(live: Any, recorded: Any) -> bool:
+    """Whether a call's input equals the recorded one, leaving out the values that are new on
+    every run (LangChain message ids, generated ids, timestamps: as ``runs diff`` does) and
+    a provider's bookkeeping on messages."""
+    from flowdbg.store._ignore import IgnoreRules
+
+    if live == recorded:
+        return True
+    a, b = IgnoreRules(_BOOKKEEPING).normalize(live, recorded)
+    return bool(a == b)
+
+
+def _plain(value: Any) -> Any:
+    """A plain value as the store gives it back (tuples as lists)."""
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+# --------------------------------------------------------------------------------------------
+# The timeline of a run
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TimelineEntry:
+    """A run and the runs made from it (forks, reruns), each with where it departs from it."""
+
+    run: RunRecord
+    #: how many of its steps a rerun served from the record
+    cached: int = 0
+    #: where it departs from the run it was made from: a fork's first step is the one after
+    #: its fork step, so for forks this is the fork point; a rerun's is the first divergence
+    #: ``runs diff`` finds (``None``: it took the same path with the same states)
+    divergence: Any = None
+    made: list[TimelineEntry] = field(default_factory=list)
+
+    def to_dict(self, run_dict: Any) -> dict[str, Any]:
+        """A JSON-ready dict, runs shown by ``run_dict(record)``."""
+        return {
+            "run": run_dict(self.run),
+            "cached": self.cached,
+            "divergence": None if self.divergence is None else self.divergence.to_dict(),
+            "made": [entry.to_dict(run_dict) for entry in self.made],
+        }
+
+
+def timeline(store: Store, run_id: str, *, depth: int = 20) -> TimelineEntry:
+    """The run ``run_id``, the runs made from it (forks, reruns) and the runs made from those,
+    oldest first at each level, each with its outcome and where it departs from its source.
+
+    :param depth: how many levels of runs made from runs to follow.
+    :raises flowdbg.store.RunNotFound: for an unknown run.
+    """
+
+    def entry(run: RunRecord, source: RunRecord | None, level: int) -> TimelineEntry:
+        cached = sum(s.cached for s in store.get_steps(run.run_id, values=False))
+        divergence = None
+        if source is not None and run.origin == "rerun":
+            divergence = store.diff_runs(source.run_id, run.run_id).first_divergence
+        made = (
+            [entry(child, run, level + 1) for child in store.list_forks(run.run_id)]
+            if level < depth
+            else []
+        )
+        return TimelineEntry(run=run, cached=cached, divergence=divergence, made=made)
+
+    return entry(store.get_run(run_id), None, 0)

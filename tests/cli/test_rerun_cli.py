@@ -1,0 +1,108 @@
+"""``flowdbg runs rerun``: the current code of a recorded run's target, its model and tool calls
+served from the record (the scripted ones here count their real calls in a file)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from cli_helpers import Cli
+
+AGENT = textwrap.dedent(
+    """
+    from pathlib import Path
+
+    from flowdbg.adapters.stategraph import END, Model, StateGraph, Tool
+
+    CALLS = Path(__file__).with_name("calls.log")
+    PROMPT = "find {q}"
+
+
+    def _model(messages):
+        with CALLS.open("a") as log:
+            log.write("chat\\n")
+        return "searching " + messages[-1]["content"]
+
+
+    def _search(query):
+        with CALLS.open("a") as log:
+            log.write("search\\n")
+        return "results for " + query
+
+
+    chat = Model(_model, name="chat")
+    search = Tool(_search, name="search")
+
+    g = StateGraph(name="agent")
+    def plan(s):
+        content = PROMPT.format(q=s["q"])
+        return {"plan": chat(messages=[{"role": "user", "content": content}])}
+
+
+    g.add_node("plan", plan)
+    g.add_node("act", lambda s: {"found": search(query=s["q"])})
+    g.set_entry_point("plan")
+    g.add_edge("plan", "act")
+    g.add_edge("act", END)
+    app = g.compile()
+    """
+)
+
+
+def test_rerun_serves_unchanged_calls_and_runs_changed_ones(run_cli: Cli, graphs: Path) -> None:
+    agent = graphs / "agent.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    calls = graphs / "calls.log"
+    run_cli("run", "agent.py:app", "--input", '{"q": "flights"}', input="")
+    assert calls.read_text().split() == ["chat", "search"]
+    original = run_cli.json("runs", "ls", command="runs ls")["runs"][0]
+
+    data = run_cli.json("runs", "rerun", original["short_id"], command="runs rerun")
+    assert calls.read_text().split() == ["chat", "search"]  # nothing ran again
+    assert data["run"]["output"] == {
+        "q": "flights",
+        "plan": "searching find flights",
+        "found": "results for flights",
+    }
+    assert (data["run"]["origin"], data["run"]["forked_from"]) == ("rerun", original["run_id"])
+    assert [(s["node"], s["cached"]) for s in data["steps"]] == [
+        ("plan", False),
+        ("chat", True),
+        ("act", False),
+        ("search", True),
+    ]
+    assert (data["calls"]["served"], data["calls"]["live"], data["calls"]["diverged"]) == (
+        2,
+        0,
+        [],
+    )
+
+    agent.write_text(AGENT.replace('"find {q}"', '"find cheap {q}"'), encoding="utf-8")
+    out = run_cli("runs", "rerun", original["short_id"], input="").stdout
+    assert calls.read_text().split() == ["chat", "search", "chat"]  # only the changed call
+    assert "calls served from the record: 1, run live: 1" in out
+    assert "in plan: llm 'chat' ran live (input differs from step 2 of the record)" in out
+    shown = run_cli("runs", "show", original["short_id"]).stdout
+    assert "cached" not in shown
+    reruns = run_cli.json("runs", "ls", command="runs ls")["runs"]
+    assert run_cli("runs", "show", reruns[1]["short_id"]).stdout.count("completed, cached") == 2
+
+    timeline = run_cli("runs", "timeline", original["short_id"]).stdout.splitlines()
+    assert timeline[1].endswith("2 served from the record; same path and states as the run")
+    assert "1 served from the record; departs at step 1 (plan): " in timeline[2]
+
+    result = run_cli("runs", "rerun", original["short_id"], "--until-divergence", "--json", code=1)
+    assert calls.read_text().split() == ["chat", "search", "chat"]  # the call was not made
+    stopped = json.loads(result.stdout)["data"]
+    assert stopped["run"]["status"] == "terminated"
+    assert stopped["calls"]["until_divergence"] is True
+    assert [d["recorded_step"] for d in stopped["calls"]["diverged"]] == [2]
+
+
+def test_rerun_refusals(run_cli: Cli) -> None:
+    run_cli("run", "graphs.py:app", "--input", '{"x": 1}', input="")
+    short = run_cli.json("runs", "ls", command="runs ls")["runs"][0]["short_id"]
+    usage = run_cli("runs", "rerun", short, "--cached-calls", "some", code=2)
+    assert "'some' is not one of 'all', 'llm', 'tool', 'none'" in usage.stderr
+    assert run_cli.error("runs", "rerun", "zzzzzzzz").startswith("error: no run 'zzzzzzzz'")

@@ -1,0 +1,90 @@
+"""Lineage in the store: target references, forks and where they came from; schema 1 databases
+migrated forward with their runs intact."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from store_helpers import run, run_id
+
+from flowdbg.store import StoreError, _sqlite, open_store
+
+
+def test_lineage_is_written_and_read_back(tmp_path: Path) -> None:
+    with open_store(tmp_path / "f.db") as store:
+        store.write_batch(
+            runs=[
+                run(1, target="/src/app.py:graph"),
+                run(
+                    2,
+                    target="pkg.app:graph",
+                    origin="fork",
+                    forked_from=run_id(1),
+                    fork_step=3,
+                ),
+                run(3, origin="rerun", forked_from=run_id(1)),
+            ]
+        )
+        first, fork = store.get_run(run_id(1)), store.get_run(run_id(2))
+        assert (first.target, first.origin, first.forked_from, first.fork_step) == (
+            "/src/app.py:graph",
+            None,
+            None,
+            None,
+        )
+        assert (fork.target, fork.origin, fork.forked_from, fork.fork_step) == (
+            "pkg.app:graph",
+            "fork",
+            run_id(1),
+            3,
+        )
+        assert [r.run_id for r in store.list_forks(run_id(1))] == [run_id(2), run_id(3)]
+        assert store.list_forks(run_id(2)) == []
+
+
+def test_ending_a_run_keeps_its_lineage(tmp_path: Path) -> None:
+    with open_store(tmp_path / "f.db") as store:
+        store.write_batch(runs=[run(1, target="a.py:g", origin="fork", forked_from="x" * 32)])
+        store.write_batch(ended=[run(1, status="completed", ended_at=5.0)])
+        ended = store.get_run(run_id(1))
+        assert ended.status == "completed"
+        assert (ended.target, ended.origin, ended.forked_from) == ("a.py:g", "fork", "x" * 32)
+
+
+def test_a_schema_1_database_is_migrated_with_its_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "v1.db"
+    with monkeypatch.context() as patched:  # a database as the flowdbg before lineage wrote it
+        patched.setattr(_sqlite, "MIGRATIONS", _sqlite.MIGRATIONS[:1])
+        patched.setattr(_sqlite, "DB_SCHEMA_VERSION", 1)
+        open_store(db).close()
+    conn = sqlite3.connect(db)
+    try:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(runs)")]
+        with conn:  # the rows that flowdbg wrote: the schema 1 columns, values inline
+            conn.execute(
+                "INSERT INTO runs (id, name, framework, status, started_at, step_count) "
+                "VALUES (?, 'graph1', 'stategraph', 'completed', 1.0, 3)",
+                (run_id(1),),
+            )
+            conn.executemany(
+                "INSERT INTO steps (run_id, step, node, kind, status, started_at, state_ref) "
+                "VALUES (?, ?, 'inc', 'node', 'completed', 1.0, ?)",
+                [(run_id(1), i, f'[{{"count": {i}}}]') for i in (1, 2, 3)],
+            )
+    finally:
+        conn.close()
+    assert "forked_from" not in columns
+    with pytest.raises(StoreError, match="older than this flowdbg's"):
+        open_store(db, readonly=True)
+    with open_store(db) as store:  # opened for writing: migrated to the current schema
+        old = store.get_run(run_id(1))
+        assert (old.step_count, old.target, old.origin, old.forked_from) == (3, None, None, None)
+        assert store.get_state(run_id(1), 2) == {"count": 2}
+        store.write_batch(runs=[run(2, origin="fork", forked_from=run_id(1), fork_step=2)])
+        assert [r.run_id for r in store.list_forks(run_id(1))] == [run_id(2)]
+    with open_store(db, readonly=True) as store:
+        assert store.get_run(run_id(2)).fork_step == 2

@@ -1,0 +1,140 @@
+"""``flowdbg serve`` and ``flowdbg run --serve``, as a user starts them."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import _server_required  # noqa: F401  (skips the module without the server extra)
+import httpx
+import pytest
+from click.testing import CliRunner
+
+import flowdbg.server
+from flowdbg.cli import make_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+URL = re.compile(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)")
+
+
+def _serve(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "serve.db"), "PYTHONUNBUFFERED": "1"}
+    env.pop("FLOWDBG_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowdbg.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def _url(proc: subprocess.Popen[str]) -> tuple[str, str, list[str]]:
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        found = URL.search(line)
+        if found:
+            return found.group(1), found.group(2), lines
+    raise AssertionError(f"no URL printed: {lines} {proc.stderr.read() if proc.stderr else ''}")
+
+
+def test_serve_prints_the_url_with_its_token_and_serves_the_target(tmp_path: Path) -> None:
+    proc = _serve(tmp_path, "examples/quickstart.py:build_graph()", "-b", "classify:after")
+    try:
+        base, token, lines = _url(proc)
+        assert any("set bp-1" in line for line in lines)
+        assert httpx.get(base + "/status").status_code == 401
+        with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
+            assert c.get("/target").json()["target"] == "examples/quickstart.py:build_graph()"
+            c.post("/runs", json={"input": {"ticket": "I want a refund"}})
+            stop = c.post("/wait", params={"timeout": 20}).json()["stop"]
+            assert stop["location"]["node"] == "classify"
+            assert stop["output"]["intent"] == "refund"
+            c.post(f"/stops/{stop['id']}/set", json={"path": "intent", "value": "question"})
+            c.post(f"/stops/{stop['id']}/continue")
+            assert c.post("/wait", params={"timeout": 20}).json()["outcome"] == "ended"
+            run = c.get("/records/runs").json()["runs"][0]
+            steps = c.get(f"/records/runs/{run['run_id']}/steps").json()["steps"]
+            assert [s["node"] for s in steps] == ["classify", "answer", "sign"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopped serving" in out
+
+
+def test_serve_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
+    proc = _serve(tmp_path, "examples/quickstart.py:build_graph()", "--host", "0.0.0.0")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "refusing to listen on '0.0.0.0' without a token" in err
+
+
+def test_serve_without_the_server_packages_says_how_to_install_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flowdbg.server, "_PACKAGES", ("flowdbg_no_such_package",))
+    result = CliRunner().invoke(make_cli(), ["serve", "examples/quickstart.py:build_graph()"])
+    assert result.exit_code == 1
+    assert "pip install 'flowdbg[server]'" in result.output
+
+
+def test_debugger_serve_without_the_packages_raises_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flowdbg.server, "_PACKAGES", ("flowdbg_no_such_package",))
+    with (
+        flowdbg.Debugger(record=False) as dbg,
+        pytest.raises(flowdbg.server.ServerUnavailable) as e,
+    ):
+        dbg.serve()
+    assert "flowdbg_no_such_package" in str(e.value) and "flowdbg[server]" in str(e.value)
+
+
+def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
+    env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "run.db"), "PYTHONUNBUFFERED": "1"}
+    env["FLOWDBG_HISTORY"] = str(tmp_path / "history")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "flowdbg.cli",
+            "run",
+            "examples/quickstart.py:build_graph()",
+            "--input",
+            '{"ticket": "refund please"}',
+            "-b",
+            "sign",
+            "--serve",
+            "--no-saved-breakpoints",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    try:
+        base, token, _ = _url(proc)
+        with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
+            stop: Any = c.post("/wait", params={"timeout": 20}).json()["stop"]
+            assert stop["location"]["node"] == "sign"
+        assert proc.stdin is not None
+        proc.stdin.write("c\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "completed" in out

@@ -1,0 +1,240 @@
+"""The MCP server over stdio, driven by the ``mcp`` SDK's own client session."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import _server_required  # noqa: F401  (skips the module without the server extra)
+import pytest
+
+anyio = pytest.importorskip("anyio")
+pytest.importorskip("mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from flowdbg.server._mcp import VALUE_LIMIT, value_view  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+REFUNDS = """
+from flowdbg.adapters.stategraph import END, StateGraph
+
+LIMIT = 500
+
+
+def intake(state):
+    return {"amount": float(state["amount"]), "customer": state.get("customer", "anon")}
+
+
+def triage(state):
+    # refunds above the limit must go to a manager; this sends them to be paid at once
+    return {"route": "auto_refund" if state["amount"] > LIMIT else "manager_review"}
+
+
+def auto_refund(state):
+    return {"outcome": "refunded automatically"}
+
+
+def manager_review(state):
+    return {"outcome": "queued for a manager"}
+
+
+def build():
+    g = StateGraph(name="refunds")
+    g.add_node("intake", intake)
+    g.add_node("triage", triage)
+    g.add_node("auto_refund", auto_refund)
+    g.add_node("manager_review", manager_review)
+    g.set_entry_point("intake")
+    g.add_edge("intake", "triage")
+    g.add_conditional_edges(
+        "triage",
+        lambda s: s["route"],
+        {"auto_refund": "auto_refund", "manager_review": "manager_review"},
+    )
+    g.add_edge("auto_refund", END)
+    g.add_edge("manager_review", END)
+    return g.compile()
+"""
+
+
+class Agent:
+    """A scripted MCP client that counts its tool calls."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.calls: list[str] = []
+
+    async def __call__(self, name: str, **arguments: Any) -> dict[str, Any]:
+        self.calls.append(name)
+        result = await self.session.call_tool(name, arguments)
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            return {"error": text}
+        assert result.structured_content is not None, name
+        return dict(result.structured_content)
+
+
+def _params(tmp_path: Path) -> StdioServerParameters:
+    (tmp_path / "refunds.py").write_text(REFUNDS, encoding="utf-8")
+    env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "mcp.db")}
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "flowdbg.cli", "mcp", "--target", "refunds.py:build()"],
+        env=env,
+        cwd=str(tmp_path),
+    )
+
+
+def test_an_agent_finds_and_fixes_the_misrouted_refund(tmp_path: Path) -> None:
+    found: dict[str, Any] = {}
+
+    async def debug() -> list[str]:
+        async with (
+            stdio_client(_params(tmp_path)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            init = await session.initialize()
+            assert "wait_for_stop" in (init.instructions or "")
+            agent = Agent(session)
+            with anyio.fail_after(30):  # it must not wait its 300 s
+                early = await session.call_tool("wait_for_stop", {"timeout": 300})
+            assert early.structured_content is not None
+            assert early.structured_content["outcome"] == "ended"  # at once: nothing runs
+            target = await agent("describe_target")
+            nodes = [n["name"] for n in target["graph"]["nodes"]]
+            assert "triage" in nodes
+            await agent("set_breakpoint", pattern="*", type="after")
+            await agent("start_run", input={"amount": 900})
+            while True:
+                waited = await agent("wait_for_stop", timeout=30)
+                if waited["outcome"] == "ended":
+                    break
+                assert waited["outcome"] == "stopped", waited
+                stop = waited["stop"]
+                amount = stop["state"]["value"]["amount"]
+                output = stop.get("output", {}).get("value") or {}
+                if output.get("route") == "auto_refund" and amount > 500:
+                    # the node that sends a large refund to be paid, and the key it sets
+                    found.update(node=stop["node"], path="route")
+                    edited = await agent(
+                        "set_value",
+                        stop_id=stop["stop_id"],
+                        path="route",
+                        value="manager_review",
+                    )
+                    assert edited["now"] == {"value": "manager_review"}
+                await agent("resume", stop_id=stop["stop_id"], action="continue")
+            stale = await agent("resume", stop_id="stop-1")
+            assert "has already resumed" in stale["error"]
+            runs = await agent("list_runs", limit=1)
+            assert runs["runs"][0]["status"] == "completed"
+            steps = await agent("list_steps", run_id=runs["runs"][0]["run_id"])
+            found["nodes"] = [s["node"] for s in steps["steps"]]
+            # the same record as resources
+            listed = await session.read_resource("flowdbg://runs")
+            newest = json.loads(listed.contents[0].text)["runs"][0]
+            one = await session.read_resource(f"flowdbg://runs/{newest['run_id']}")
+            record = json.loads(one.contents[0].text)
+            found["resource_nodes"] = [s["node"] for s in record["steps"]]
+            found["final_keys"] = [k["key"] for k in record["final_state"]]
+            return agent.calls
+
+    calls = anyio.run(debug)
+    assert found["node"] == "triage" and found["path"] == "route"
+    assert found["nodes"] == ["intake", "triage", "manager_review"]
+    assert found["resource_nodes"] == found["nodes"]
+    assert "outcome" in found["final_keys"]
+    # describe, set, start, 3 stops (wait + resume each), the fix, the last wait, the stale
+    # resume, runs and steps
+    assert len(calls) == 14, calls
+
+
+def test_tools_are_described_for_an_agent(tmp_path: Path) -> None:
+    async def listing() -> dict[str, Any]:
+        async with (
+            stdio_client(_params(tmp_path)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return {t.name: t for t in (await session.list_tools()).tools}
+
+    tools = anyio.run(listing)
+    for name in (
+        "set_breakpoint",
+        "list_breakpoints",
+        "remove_breakpoint",
+        "start_run",
+        "wait_for_stop",
+        "inspect",
+        "set_value",
+        "resume",
+        "terminate",
+        "list_runs",
+        "list_steps",
+        "get_run_state",
+        "compare_runs",
+    ):
+        assert len(tools[name].description or "") > 40, name
+    schema = tools["resume"].input_schema
+    assert schema["properties"]["action"]["enum"] == [
+        "continue",
+        "step_over",
+        "step_into",
+        "step_out",
+    ]
+
+
+def test_a_large_value_is_summarized_with_paths_to_read_its_parts() -> None:
+    state = {"messages": [{"role": "user", "content": "x" * 300} for _ in range(50)], "n": 1}
+    shown = value_view(state, "state:")
+    assert "value" not in shown
+    paths = [row["path"] for row in shown["summary"]]
+    assert paths == ["state:messages", "state:n"]
+    assert shown["summary"][0]["size"] == 50
+    inner = value_view(state["messages"], "state:messages")
+    assert inner["summary"][0]["path"] == "state:messages[0]"
+    assert inner["summary"][-1]["path"] == "state:messages[49]"
+    assert len(inner["summary"]) == 20
+    small = value_view({"n": 1}, "state:")
+    assert small == {"value": {"n": 1}}
+    assert len(json.dumps(value_view(state, "state:"))) < VALUE_LIMIT
+
+
+def test_the_debug_server_serves_the_mcp_tools_over_http(server: Any) -> None:
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+
+    refused = httpx.post(f"{server.base_url}/mcp", json={})
+    assert refused.status_code == 401
+    cross = httpx.post(
+        f"{server.base_url}/mcp",
+        params={"token": server.token},
+        headers={"Origin": "https://evil.example"},
+        json={},
+    )
+    assert cross.status_code == 403
+
+    async def session() -> tuple[list[str], dict[str, Any]]:
+        url = f"{server.base_url}/mcp?token={server.token}"
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+            names = [t.name for t in (await mcp.list_tools()).tools]
+            await mcp.call_tool("set_breakpoint", {"pattern": "b"})
+            await mcp.call_tool("start_run", {"input": {"n": 1}})
+            waited = await mcp.call_tool("wait_for_stop", {"timeout": 10})
+            await mcp.call_tool("terminate", {})
+            assert waited.structured_content is not None
+            return names, dict(waited.structured_content)
+
+    names, waited = anyio.run(session)
+    assert "wait_for_stop" in names
+    assert waited["stop"]["node"] == "b" and waited["stop"]["state"]["value"] == {"n": 2}

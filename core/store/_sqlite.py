@@ -152,6 +152,7 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     # a rerun's model and tool calls served from the record instead of running
     conn.execute("ALTER TABLE steps ADD COLUMN cached INTEGER NOT NULL DEFAULT 0")
 
+
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 #: the database schema this flowdbg writes and reads (the --json envelope has its own version)

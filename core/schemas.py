@@ -58,6 +58,7 @@ __all__ = [
     "RunStatusName",
     "RunTree",
     "RunsDiff",
+    "RunsDivergence",
     "RunsFork",
     "RunsLs",
     "RunsReplay",
@@ -249,6 +250,10 @@ class RunsFork(_Shape):
     )
     steps: list[Step] = Field(description="the steps the fork ran")
     edits: dict[str, Any] = Field(description="the --set edits applied first, path -> value")
+    first_divergence: Divergence | None = Field(
+        description="where the fork first departs from the run after the fork step (null: "
+        "the same units with the same states; see runs divergence)"
+    )
 
 
 class LiveCall(_Shape):
@@ -288,6 +293,10 @@ class RunsRerun(_Shape):
 
     run: RunDetail = Field(description="the rerun: origin 'rerun', forked_from the run")
     steps: list[Step] = Field(description="its steps; cached: served from the record")
+    first_divergence: Divergence | None = Field(
+        description="where the rerun first departs from the run (null: the same path, states "
+        "and outcomes; see runs divergence)"
+    )
     calls: CallsServed
 
 
@@ -301,6 +310,49 @@ class RunsTimeline(_Shape):
         "the same path and states); null for the others (a fork starts after fork_step)"
     )
     made: list[RunsTimeline] = Field(description="the runs made from it, oldest first")
+
+
+class CallsCompared(_Shape):
+    """A run's model and tool calls compared with another's at the same positions."""
+
+    recorded: Count = Field(description="the calls run a made in the part compared")
+    served: Count = Field(description="run b's calls given their recorded output (cached)")
+    live: Count = Field(description="run b's calls that ran")
+    saved_seconds: Seconds = Field(description="what the served calls took in run a")
+    saved_tokens: Count = Field(description="the tokens the served replies report")
+    diverged: list[LiveCall] = Field(
+        description="per branch, run b's first call that differs from run a's at its position"
+    )
+
+
+class RunsDivergence(_Shape):
+    """flowdbg runs divergence --json: how run b (a fork or rerun of run a, or any run)
+    departs from run a."""
+
+    a: Run = Field(description="the run compared with (the source)")
+    b: Run
+    origin: Origin | None = Field(
+        description="b's origin when it was made from a; null: two runs compared from the start"
+    )
+    from_step: Count = Field(
+        description="the step of a after which b started (a fork's step); 0: from the input"
+    )
+    edited: list[str] = Field(
+        description="for a fork: the state paths where its input differs from a's state after "
+        "from_step"
+    )
+    first_divergence: Divergence | None = Field(description="null: no divergence")
+    old: Any = Field(description="for a state divergence: the value at its first path in a")
+    new: Any = Field(description="and in b")
+    calls: CallsCompared
+    seconds_a: Seconds | None = Field(description="the wall time of a's compared part")
+    seconds_b: Seconds | None = Field(description="b's wall time")
+    ignored: list[IgnoredDifference] = Field(
+        description="the differences left out, up to the first divergence"
+    )
+    ignore: list[str] = Field(description="the --ignore globs given")
+    strict: bool = Field(description="--strict: volatile values were compared too")
+    warnings: list[str] = Field(description="e.g. the runs are of different graphs")
 
 
 class WrittenBy(_Shape):
@@ -547,6 +599,7 @@ COMMANDS: dict[str, type[BaseModel]] = {
     "runs fork": RunsFork,
     "runs rerun": RunsRerun,
     "runs timeline": RunsTimeline,
+    "runs divergence": RunsDivergence,
     "runs show": RunsShow,
     "runs state": RunsState,
     "runs steps": RunsSteps,

@@ -30,12 +30,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHED_CALLS",
     "END_NAMES",
+    "CallsReport",
     "Diverged",
+    "DivergenceReport",
     "ForkError",
     "ForkPoint",
     "LiveCall",
     "RecordedCalls",
     "TimelineEntry",
+    "divergence",
     "forkable_steps",
     "plan_fork",
     "timeline",
@@ -452,6 +455,250 @@ def _plain(value: Any) -> Any:
     import json
 
     return json.loads(json.dumps(value))
+
+
+# --------------------------------------------------------------------------------------------
+# The divergence report of a run made from another
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CallsReport:
+    """The model and tool calls of a run made from another, compared with the other's calls
+    at the same positions (the branch: the units a call is inside; the position: how many
+    calls that branch made before it), as a rerun serves them."""
+
+    #: the calls the source run made in the part compared (after the fork step, for a fork)
+    recorded: int = 0
+    #: the new run's calls given their recorded output (steps marked ``cached``)
+    served: int = 0
+    #: the new run's calls that ran
+    live: int = 0
+    #: what the served calls took in the source run: seconds, and the tokens their replies report
+    saved_seconds: float = 0.0
+    saved_tokens: int = 0
+    #: per branch, the first call of the new run that differs from the source's call at its
+    #: position (its name or input), or that the source did not make; in the order they ran
+    diverged: list[LiveCall] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "recorded": self.recorded,
+            "served": self.served,
+            "live": self.live,
+            "saved_seconds": self.saved_seconds,
+            "saved_tokens": self.saved_tokens,
+            "diverged": [live.to_dict() for live in self.diverged],
+        }
+
+
+@dataclass
+class DivergenceReport:
+    """How run ``b`` departs from run ``a``: typically a fork or rerun (``b``) of a recorded run
+    (``a``). See :func:`divergence`."""
+
+    a: RunRecord
+    b: RunRecord
+    #: ``b``'s origin when it was made from ``a`` (``"fork"``, ``"rerun"``, ``"rewind"``), else
+    #: ``None`` (two runs compared from their first steps)
+    origin: str | None
+    #: the step of ``a`` after which ``b`` started (a fork's step); 0: from the input
+    from_step: int
+    #: for a fork: the state paths where its input differs from ``a``'s state after
+    #: ``from_step`` (the edits it was made with)
+    edited: list[str]
+    #: the first place where ``b`` departs from ``a`` after ``from_step`` (``None``: the same
+    #: units ran with the same states and outcomes)
+    first: Any
+    #: for a ``state`` divergence: the value at its first path in ``a``'s state and in ``b``'s
+    old: Any
+    new: Any
+    calls: CallsReport
+    #: the wall time of the compared part of ``a`` (after its fork step) and of ``b``
+    seconds_a: float | None
+    seconds_b: float | None
+    #: differences left out (volatile values, ``ignore`` globs) up to the first divergence
+    ignored: list[Any] = field(default_factory=list)
+    #: the ``ignore`` globs given, and whether volatile values were compared
+    ignore: list[str] = field(default_factory=list)
+    strict: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self, run_dict: Any = None) -> dict[str, Any]:
+        """A JSON-ready dict (runs shown by ``run_dict(record)``, by default their ids)."""
+        show = run_dict or (lambda run: run.run_id)
+        return {
+            "a": show(self.a),
+            "b": show(self.b),
+            "origin": self.origin,
+            "from_step": self.from_step,
+            "edited": list(self.edited),
+            "first_divergence": None if self.first is None else self.first.to_dict(),
+            "old": self.old,
+            "new": self.new,
+            "calls": self.calls.to_dict(),
+            "seconds_a": self.seconds_a,
+            "seconds_b": self.seconds_b,
+            "ignored": [item.to_dict() for item in self.ignored],
+            "ignore": list(self.ignore),
+            "strict": self.strict,
+            "warnings": list(self.warnings),
+        }
+
+
+def _descendant_steps(store: Store, run_id: str) -> list[StepRecord]:
+    """The steps of a run and of its nested runs, with their values."""
+    steps: list[StepRecord] = []
+    pending = [run_id]
+    while pending:
+        current = pending.pop()
+        steps.extend(store.get_steps(current))
+        pending.extend(child.run_id for child in store.list_runs(parent=current, limit=None))
+    return steps
+
+
+def _calls_by_branch(steps: Sequence[StepRecord]) -> dict[tuple[str, ...], list[StepRecord]]:
+    branches: dict[tuple[str, ...], list[StepRecord]] = {}
+    for step in sorted(steps, key=lambda s: (s.started_at, s.step)):
+        if step.kind in CACHED_CALLS["all"]:
+            branches.setdefault(tuple(step.path), []).append(step)
+    return branches
+
+
+def _compare_calls(
+    source: Sequence[StepRecord], made: Sequence[StepRecord], rules: Any
+) -> CallsReport:
+    """The calls of ``made`` matched with those of ``source`` at their positions."""
+    report = CallsReport()
+    recorded = _calls_by_branch(source)
+    report.recorded = sum(len(calls) for calls in recorded.values())
+    firsts: list[tuple[float, LiveCall]] = []
+    for branch, calls in _calls_by_branch(made).items():
+        theirs = recorded.get(branch, [])
+        departed = False
+        for position, call in enumerate(calls):
+            if call.cached:
+                report.served += 1
+                if position < len(theirs):
+                    report.saved_seconds += theirs[position].duration or 0.0
+                    report.saved_tokens += _tokens(theirs[position].output)
+            else:
+                report.live += 1
+            if departed:
+                continue
+            other = theirs[position] if position < len(theirs) else None
+            reason = None
+            if other is None:
+                reason = "extra"
+            elif (other.node, other.kind) != (call.node, call.kind):
+                reason = "name"
+            elif other.partial or call.partial:
+                reason = "partial"
+            else:
+                mine, recorded_input = rules.normalize(call.input, other.input)
+                if mine != recorded_input:
+                    reason = "input"
+            if reason is None:
+                continue
+            departed = True
+            if other is None and not theirs:
+                continue  # a branch the source did not have: nothing to depart from
+            live = LiveCall(
+                branch=branch,
+                kind=call.kind,
+                name=call.node,
+                recorded_name=None if other is None else other.node,
+                recorded_step=None if other is None else other.step,
+                reason=reason,
+                input=call.input,
+                recorded_input=None if other is None else other.input,
+            )
+            firsts.append((call.started_at, live))
+    report.diverged = [live for _, live in sorted(firsts, key=lambda item: item[0])]
+    return report
+
+
+def divergence(
+    store: Store, a: str, b: str, *, ignore: Sequence[str] = (), strict: bool = False
+) -> DivergenceReport:
+    """How run ``b`` departs from run ``a`` (:meth:`flowdbg.store.Store.divergence`).
+
+    When ``b`` is a fork of ``a``, its steps are compared with ``a``'s steps after the fork
+    step (a fork's first unit is the one after it); otherwise (a rerun, or any two runs) from
+    the first steps. The report names the first divergence (as :meth:`Store.diff_runs` finds
+    it: another unit ran, a unit ended otherwise, or it left another state) with the old and
+    new value at its first path, compares the model and tool calls at their positions (how
+    many ``b`` was served from the record and ran live, what the served ones took in ``a``,
+    and per branch the first call that differs), and gives both runs' wall times.
+
+    :param ignore: globs of state paths to leave out (``messages[*].id``).
+    :param strict: compare volatile values too (message ids, generated ids, timestamps).
+    :raises flowdbg.store.RunNotFound: if a run is unknown.
+    """
+    from flowdbg._diff import diff as state_diff
+    from flowdbg.store._base import _aligned, _value_at, graph_warnings
+    from flowdbg.store._ignore import IgnoreRules
+
+    rules = IgnoreRules(ignore, strict=strict)
+    run_a, run_b = store.get_run(a), store.get_run(b)
+    origin = run_b.origin if run_b.forked_from == run_a.run_id else None
+    from_step = (run_b.fork_step or 0) if origin in ("fork", "rewind") else 0
+    rows_a = _aligned(store._diff_rows(run_a.run_id))
+    cut: float | None = None
+    if from_step:
+        forked = next((row.step for row in rows_a if row.step.step == from_step), None)
+        if forked is not None:
+            # the units after the fork step: those that started once it had ended (the calls
+            # inside it are numbered after it but belong to it)
+            cut = forked.ended_at if forked.ended_at is not None else forked.started_at
+            rows_a = [row for row in rows_a if row.step.started_at >= cut]
+    edited: list[str] = []
+    if origin == "fork" and from_step:
+        # the fork's input is the state it started from: where it differs, it was edited
+        before, after = rules.normalize(store.get_state(run_a.run_id, from_step), run_b.input)
+        edited = state_diff(before, after).paths
+    rows_b = _aligned(store._diff_rows(run_b.run_id))
+    first = store._first_divergence(rows_a, rows_b, rules)
+    old = new = None
+    if first is not None and first.kind == "state" and first.paths:
+        path = first.paths[0]
+        values = []
+        for run_id, step in ((run_a.run_id, first.step_a), (run_b.run_id, first.step_b)):
+            if step is None:
+                values.append(None)
+            elif path == "output" or path.startswith(("output.", "output[")):
+                found = store.get_steps(run_id, from_step=step, to_step=step)
+                rest = path[len("output") :].lstrip(".")
+                output = found[0].output if found else None
+                values.append(output if not rest else _value_at(output, rest, None))
+            else:
+                values.append(_value_at(store.get_state(run_id, step), path, None))
+        old, new = values
+    source_steps = _descendant_steps(store, run_a.run_id)
+    if cut is not None:
+        source_steps = [s for s in source_steps if s.started_at >= cut]
+    calls = _compare_calls(source_steps, _descendant_steps(store, run_b.run_id), rules)
+    seconds_a = run_a.duration
+    if cut is not None and run_a.ended_at is not None:
+        seconds_a = max(0.0, run_a.ended_at - cut)
+    return DivergenceReport(
+        a=run_a,
+        b=run_b,
+        origin=origin,
+        from_step=from_step,
+        edited=edited,
+        first=first,
+        old=old,
+        new=new,
+        calls=calls,
+        seconds_a=seconds_a,
+        seconds_b=run_b.duration,
+        ignored=rules.ignored,
+        ignore=list(rules.patterns),
+        strict=strict,
+        warnings=graph_warnings(run_a, run_b),
+    )
 
 
 # --------------------------------------------------------------------------------------------

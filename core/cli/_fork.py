@@ -112,8 +112,12 @@ def runs_fork(
         point, obj, ref, _ = dbg._prepare_fork(run_id, step, changes, target)
         full_id = point.run.run_id
 
+        handles: list[Any] = []
+
         def start() -> Any:
-            return dbg.fork(full_id, step, changes, target=obj)
+            handle = dbg.fork(full_id, step, changes, target=obj)
+            handles.append(handle)
+            return handle
 
         if as_json:
             dbg.attach(obj, ref=ref)
@@ -130,6 +134,7 @@ def runs_fork(
                     "run": run_dict(run, values=True),
                     "steps": [step_dict(s) for s in store.get_steps(run.run_id, values=False)],
                     "edits": {path: jsonable(value) for path, value in changes.items()},
+                    "first_divergence": _first_divergence(store, full_id, run.run_id),
                 },
             )
             code = 0 if error is None else 1
@@ -150,9 +155,28 @@ def runs_fork(
                 ref=ref,
                 start=start,
             )
+            _divergence_after(out, dbg, full_id, handles)
     finally:
         dbg.close()
     ctx.exit(code)
+
+
+def _first_divergence(store: Any, source: str, run_id: str) -> dict[str, Any] | None:
+    """The first divergence of a fork or rerun from its source, for ``--json``."""
+    first = store.divergence(source, run_id).first
+    return None if first is None else jsonable(first.to_dict())
+
+
+def _divergence_after(out: Out, dbg: Any, source: str, handles: Sequence[Any]) -> None:
+    """Where the fork or rerun a session ran departs from its source (``runs divergence``)."""
+    from ._runs import divergence_lines
+
+    if not handles or handles[0].run_id is None or dbg.store is None:
+        return
+    dbg.flush(timeout=30)
+    report = dbg.store.divergence(source, handles[0].run_id)
+    for line in divergence_lines(report, calls=False)[1:]:  # the rerun says its calls itself
+        out.line(line)
 
 
 @click.command("rerun", context_settings=_CONTEXT)
@@ -246,6 +270,7 @@ def runs_rerun(
                 {
                     "run": run_dict(new, values=True),
                     "steps": [step_dict(s) for s in store.get_steps(new.run_id, values=False)],
+                    "first_divergence": _first_divergence(store, run.run_id, new.run_id),
                     "calls": {
                         "cached_calls": cached_calls,
                         "until_divergence": until_divergence,
@@ -294,6 +319,7 @@ def runs_rerun(
                         if live.recorded_step is not None
                         else f"  in {where}: {live.kind} {live.name!r} ran live (not in the record)"
                     )
+            _divergence_after(out, dbg, run.run_id, handles)
     finally:
         dbg.close()
     ctx.exit(code)

@@ -938,6 +938,106 @@ def runs_timeline(run_id: str, db: str | None, as_json: bool) -> None:
             out.line(line)
 
 
+@runs_group.command("divergence", context_settings=_CONTEXT)
+@click.argument("run_id", metavar="ID")
+@click.argument("source", metavar="[SOURCE]", required=False)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="GLOB",
+    help="leave out state paths matching GLOB (repeatable), as runs diff",
+)
+@click.option("--strict", is_flag=True, help="compare volatile values too (ids, timestamps)")
+@db_option
+@json_option
+def runs_divergence(
+    run_id: str,
+    source: str | None,
+    ignore: tuple[str, ...],
+    strict: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """How run ID departs from the run it was made from (a fork or rerun; or from SOURCE, any
+    run): the first divergence with the old and new value, the model and tool calls served
+    from the record and run live, what the served ones took, and the first call that differs
+    in each branch. A fork is compared from its fork step on."""
+    with _open(db) as ctx:
+        run = ctx.run(run_id)
+        if source is None:
+            if run.forked_from is None:
+                raise CliError(
+                    f"run {short_id(run.run_id)} was not made from another run (no fork, rerun "
+                    "or rewind): name the run to compare it with, "
+                    f"flowdbg runs divergence {short_id(run.run_id)} SOURCE"
+                )
+            source = run.forked_from
+        origin_run = ctx.run(source)
+        report = ctx.store.divergence(origin_run.run_id, run.run_id, ignore=ignore, strict=strict)
+        if as_json:
+            emit_json("runs divergence", jsonable(report.to_dict(run_dict)))
+            return
+        _warn(report.warnings)
+        out = Out()
+        for line in divergence_lines(report):
+            out.line(line)
+        _ignored_line(out, report.ignored)
+
+
+def divergence_lines(report: Any, *, calls: bool = True) -> list[str]:
+    """A divergence report (:class:`flowdbg.timetravel.DivergenceReport`) as lines of text
+    (``calls=False``: without the lines on model and tool calls)."""
+    a, b = report.a, report.b
+    what = (
+        made_from(b) if report.origin else f"run {short_id(b.run_id)} against {short_id(a.run_id)}"
+    )
+    lines = [f"{short_id(b.run_id)}: {what}, {b.status}"]
+    if report.edited:
+        lines.append(f"  started from an edited state: {', '.join(report.edited[:5])}")
+    first = report.first
+    if first is None:
+        lines.append("  no divergence: the same units ran with the same states and outcomes")
+    else:
+        where = f"step {first.step_b} of the new run" if first.step_b is not None else "its end"
+        lines.append(f"  first divergence at {where} ({first.kind}): {first.detail}")
+        if first.kind == "state" and first.paths:
+            lines.append(
+                f"    {first.paths[0] or '<root>'}: {_brief(report.old)} -> {_brief(report.new)}"
+            )
+    compared = report.calls
+    if calls and (compared.recorded or compared.served or compared.live):
+        calls = compared
+        line = f"  calls: {calls.served} served from the record, {calls.live} run live"
+        line += f" (the source made {calls.recorded})"
+        if calls.served:
+            line += f"; saved {duration(calls.saved_seconds)}"
+            if calls.saved_tokens:
+                line += f" and {calls.saved_tokens:,} tokens"
+        lines.append(line)
+        for live in calls.diverged:
+            branch = "/".join(live.branch) or "the run"
+            lines.append(
+                f"    in {branch}: {live.kind} {live.name!r} differs from step "
+                f"{live.recorded_step} of the source ({live.reason})"
+                if live.recorded_step is not None
+                else f"    in {branch}: {live.kind} {live.name!r} is not in the source"
+            )
+    if report.seconds_a is not None and report.seconds_b is not None:
+        part = " after the fork step" if report.from_step else ""
+        lines.append(
+            f"  time: {duration(report.seconds_b)} (the source: {duration(report.seconds_a)}{part})"
+        )
+    return lines
+
+
+def _brief(value: Any, width: int = 60) -> str:
+    import json
+
+    text = json.dumps(jsonable(value), ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _timeline_lines(entry: Any, level: int) -> list[str]:
     run = entry.run
     count = run.step_count

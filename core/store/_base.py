@@ -8,13 +8,16 @@ import pathlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from flowdbg._diff import Change
 from flowdbg._diff import diff as state_diff
 from flowdbg._paths import get_path
 from flowdbg.records import RunRecord, StepRecord
 from flowdbg.store._ignore import Ignored, IgnoreRules
+
+if TYPE_CHECKING:
+    from flowdbg.timetravel import DivergenceReport
 
 __all__ = [
     "DEFAULT_DB",
@@ -529,6 +532,27 @@ class Store(abc.ABC):
             strict=strict,
             warnings=graph_warnings(run_a, run_b),
         )
+
+    def divergence(
+        self, a: str, b: str, *, ignore: Iterable[str] = (), strict: bool = False
+    ) -> DivergenceReport:
+        """How run ``b`` (typically a fork or rerun of ``a``) departs from run ``a``: the first
+        divergence with the old and new value at its first path, the model and tool calls
+        served from the record and run live, what the served ones took in ``a``, and per
+        branch the first call that differs. A fork is compared from its fork step on.
+
+        See :func:`flowdbg.timetravel.divergence`.
+
+        :param a: a run id or unique prefix (the source).
+        :param b: another (the run made from it).
+        :param ignore: globs of state paths to leave out.
+        :param strict: compare volatile values too.
+        :raises RunNotFound: if a run is unknown.
+        :raises ValueError: if an ``ignore`` glob is empty.
+        """
+        from flowdbg.timetravel import divergence
+
+        return divergence(self, a, b, ignore=tuple(ignore), strict=strict)
 
     def diff_steps(
         self,

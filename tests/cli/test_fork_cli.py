@@ -118,3 +118,33 @@ def test_timeline_shows_forks_and_reruns_under_the_run(run_cli: Cli) -> None:
     assert data["made"][1]["divergence"] is None
     message = run_cli.error("runs", "rerun", fork["short_id"])
     assert f"is a fork of run {short} after step 1" in message
+
+
+def test_divergence_of_a_fork_starts_after_its_fork_step(run_cli: Cli) -> None:
+    original = recorded(run_cli, "graphs.py:app", '{"x": 1}')
+    short = original["short_id"]
+    fork = run_cli.json("runs", "fork", short, "--step", "1", "--set", "x=5", command="runs fork")
+    assert fork["first_divergence"]["kind"] == "state"
+    data = run_cli.json("runs", "divergence", fork["run"]["short_id"], command="runs divergence")
+    assert (data["origin"], data["from_step"], data["edited"]) == ("fork", 1, ["x"])
+    first = data["first_divergence"]
+    # the fork's first step is compared with the run's second (its fork step is the first)
+    assert (first["step_a"], first["step_b"], first["node_a"], first["node_b"]) == (
+        2,
+        1,
+        "beta",
+        "beta",
+    )
+    assert data["calls"] == {
+        "recorded": 0,
+        "served": 0,
+        "live": 0,
+        "saved_seconds": 0.0,
+        "saved_tokens": 0,
+        "diverged": [],
+    }
+    unchanged = run_cli.json("runs", "fork", short, "--step", "2", command="runs fork")
+    assert unchanged["first_divergence"] is None
+    out = run_cli("runs", "divergence", unchanged["run"]["short_id"]).stdout.splitlines()
+    assert out[0] == f"{unchanged['run']['short_id']}: fork of {short} at step 2, completed"
+    assert out[1] == "  no divergence: the same units ran with the same states and outcomes"

@@ -106,3 +106,52 @@ def test_rerun_refusals(run_cli: Cli) -> None:
     usage = run_cli("runs", "rerun", short, "--cached-calls", "some", code=2)
     assert "'some' is not one of 'all', 'llm', 'tool', 'none'" in usage.stderr
     assert run_cli.error("runs", "rerun", "zzzzzzzz").startswith("error: no run 'zzzzzzzz'")
+
+
+def test_divergence_reports_where_a_rerun_departs(run_cli: Cli, graphs: Path) -> None:
+    agent = graphs / "agent.py"
+    agent.write_text(AGENT, encoding="utf-8")
+    run_cli("run", "agent.py:app", "--input", '{"q": "flights"}', input="")
+    original = run_cli.json("runs", "ls", command="runs ls")["runs"][0]
+    agent.write_text(AGENT.replace('"find {q}"', '"find cheap {q}"'), encoding="utf-8")
+    session = run_cli("runs", "rerun", original["short_id"], input="").stdout
+    # the session ends with where the rerun departs, old and new value
+    assert (
+        "  first divergence at step 1 of the new run (state): the state after 'plan' differs "
+        "at plan\n"
+        '    plan: "searching find flights" -> "searching find cheap flights"\n'
+    ) in session
+    rerun = run_cli.json("runs", "ls", command="runs ls")["runs"][0]
+    assert rerun["origin"] == "rerun"
+
+    out = run_cli("runs", "divergence", rerun["short_id"]).stdout.splitlines()
+    assert out[0] == f"{rerun['short_id']}: rerun of {original['short_id']}, completed"
+    assert out[3].startswith(
+        "  calls: 1 served from the record, 1 run live (the source made 2); saved "
+    )
+    assert out[4] == "    in plan: llm 'chat' differs from step 2 of the source (input)"
+    assert out[5].startswith("  time: ")
+
+    data = run_cli.json("runs", "divergence", rerun["short_id"], command="runs divergence")
+    assert (data["a"]["run_id"], data["b"]["run_id"]) == (original["run_id"], rerun["run_id"])
+    assert (data["origin"], data["from_step"], data["edited"]) == ("rerun", 0, [])
+    assert data["first_divergence"]["paths"] == ["plan"]
+    assert (data["old"], data["new"]) == ("searching find flights", "searching find cheap flights")
+    assert (data["calls"]["served"], data["calls"]["live"], data["calls"]["recorded"]) == (1, 1, 2)
+    assert data["calls"]["saved_seconds"] > 0
+    assert [d["recorded_step"] for d in data["calls"]["diverged"]] == [2]
+    # the same two runs named the other way round: no lineage, compared from their starts
+    back = run_cli.json(
+        "runs", "divergence", original["short_id"], rerun["short_id"], command="runs divergence"
+    )
+    assert back["origin"] is None and back["first_divergence"]["paths"] == ["plan"]
+    assert (back["old"], back["new"]) == ("searching find cheap flights", "searching find flights")
+
+    rerun_json = run_cli.json("runs", "rerun", original["short_id"], command="runs rerun")
+    assert rerun_json["first_divergence"]["kind"] == "state"
+    message = run_cli.error("runs", "divergence", original["short_id"])
+    assert message == (
+        f"error: run {original['short_id']} was not made from another run (no fork, rerun or "
+        f"rewind): name the run to compare it with, flowdbg runs divergence "
+        f"{original['short_id']} SOURCE"
+    )

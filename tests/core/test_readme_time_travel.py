@@ -64,7 +64,11 @@ def test_the_time_travel_example_and_its_commands_run_as_written(tmp_path: Path)
         outputs.append(out)
         if "--json" in words:
             fork_id = re.findall(r'"run_id": "([0-9a-f]{32})"', out)[0]
-    debugged, as_json, rerun, tree, timeline, shown = outputs
+    debugged, as_json, rerun, tree, timeline, divergence, shown = outputs
+    assert (
+        divergence.splitlines()[0] == f"{fork_id[:8]}: fork of {first_id[:8]} at step 1, completed"
+    )
+    assert "no divergence: the same units ran" in divergence  # a fork without edits
     assert timeline.splitlines()[0].startswith(f"{first_id[:8]}  support (stategraph) completed")
     assert len(timeline.splitlines()) == 6  # the run; the forks and reruns of the example and above
     assert "calls served from the record: 1, run live: 0" in rerun

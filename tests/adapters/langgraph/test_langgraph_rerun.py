@@ -122,6 +122,15 @@ def test_a_changed_node_asks_its_model_again_and_keeps_the_tools_served(
     assert calls is not None and (calls.served, calls.live) == (1, 2)
     (first,) = calls.diverged
     assert (first.branch, first.kind, first.reason) == (("agent",), "llm", "input")
+    assert rec.flush(T) and rec.store is not None and again.run_id is not None
+    report = rec.store.divergence(run_id, again.run_id)
+    assert (report.calls.recorded, report.calls.served, report.calls.live) == (3, 1, 2)
+    (stored,) = report.calls.diverged
+    assert (stored.branch, stored.kind, stored.reason) == (("agent",), "llm", "input")
+    assert stored.recorded_step == first.recorded_step
+    # the system prompt is not in the graph's state and the scripted replies are the same:
+    # the units, states and outcomes match (message ids are left out as volatile)
+    assert report.first is None, report.first
 
 
 def test_cached_calls_llm_runs_the_tools(rec: flowdbg.Debugger) -> None:

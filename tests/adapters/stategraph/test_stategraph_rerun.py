@@ -122,6 +122,27 @@ def test_a_changed_prompt_runs_that_call_live_and_its_branch_after_it(
     assert first.input["messages"][0]["content"] == "plan a cheap trip to Lisbon"
     assert first.recorded_input["messages"][0]["content"] == "plan a trip to Lisbon"
 
+    # the record tells the same afterwards, to any reader (another process, runs divergence)
+    assert dbg.flush(T) and dbg.store is not None and rerun.run_id is not None
+    report = dbg.store.divergence(run_id, rerun.run_id)
+    assert (report.origin, report.from_step) == ("rerun", 0)
+    assert (report.calls.recorded, report.calls.served, report.calls.live) == (4, 3, 1)
+    (stored,) = report.calls.diverged
+    assert (stored.branch, stored.name, stored.reason, stored.recorded_step) == (
+        ("plan",),
+        "chat",
+        "input",
+        2,
+    )
+    assert stored.input["messages"][0]["content"] == "plan a cheap trip to Lisbon"
+    assert report.first is not None and report.first.kind == "state"
+    assert (report.first.node_a, report.first.node_b) == ("plan", "plan")
+    assert report.first.paths == ["plan"]
+    assert (report.old, report.new) == (
+        "answer to plan a trip to Lisbon",
+        "answer to plan a cheap trip to Lisbon",
+    )
+
 
 def test_cached_calls_chooses_what_is_served(dbg: flowdbg.Debugger) -> None:
     counts = Counting()
@@ -197,6 +218,11 @@ def test_a_rerun_counts_the_time_and_tokens_the_served_calls_took(
     assert rerun.calls is not None
     assert rerun.calls.saved_tokens == 240
     assert rerun.calls.saved_seconds == pytest.approx(took)
+    assert dbg.flush(T) and rerun.run_id is not None
+    report = dbg.store.divergence(run_id, rerun.run_id)
+    assert (report.calls.saved_tokens, report.calls.served, report.calls.live) == (240, 2, 0)
+    assert report.calls.saved_seconds == pytest.approx(took)
+    assert report.first is None  # the same units, states and outcomes
 
 
 def test_a_call_input_the_node_changes_afterwards_is_recorded_as_it_was(

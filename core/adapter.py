@@ -47,6 +47,10 @@ class Capability(str, Enum):
     #: in a rerun, ``llm`` and ``tool`` units ask :meth:`flowdbg.Unit.recorded` and, when told
     #: to, return the recorded output without running the call
     CACHED_CALLS = "cached_calls"
+    #: a run rewound at a stop (:meth:`flowdbg.Debugger.rewind`) goes on in the same call: the
+    #: adapter catches :class:`flowdbg.timetravel.Rewound` where its top-level runs leave the
+    #: framework and starts it again from the rewind's point, as :meth:`Adapter.fork` does
+    REWIND = "rewind"
 
     def __str__(self) -> str:
         return self.value

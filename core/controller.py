@@ -485,7 +485,7 @@ class Controller:
         lock (awaiting it, at an async point), then calls :meth:`_publish`."""
         root = unit.run.root
         if root.terminated:
-            raise Terminated()
+            raise root.termination()
         if root.released:  # its target was detached: it goes on undebugged
             return None
         if resolve is not None:
@@ -699,7 +699,8 @@ class Controller:
 
     def _go_on(self, stop: Stop, action: Action) -> Any:
         if action == Action.TERMINATE:
-            raise Terminated()
+            unit = stop._unit
+            raise Terminated() if unit is None else unit.run.root.termination()
         if stop.location.position == _BEFORE:
             return stop.input
         if stop.location.position == _AFTER:
@@ -842,16 +843,27 @@ class Controller:
             self._pause = True
             self._refresh()
 
-    def terminate(self) -> list[str]:
+    def terminate(self, which: Callable[[RunScope], bool] | None = None) -> list[str]:
+        """End the active top-level runs ``which`` accepts (all by default): their open stops
+        and the next point of each branch raise :meth:`RunScope.termination`, running async
+        units are cancelled."""
         with self._lock:
-            ids = list(self._roots)
-            roots = list(self._roots.values())
+            roots = [s for s in self._roots.values() if which is None or which(s)]
+            ids = [scope.run_id for scope in roots]
             for scope in roots:
                 scope.terminated = True
-            self._steps.clear()
-            self._pause = False
+            if which is None:
+                self._steps.clear()
+                self._pause = False
+            else:
+                for scope in roots:
+                    self._steps.pop(scope.run_id, None)
             self._refresh()
-            stops = list(self._stops.values())
+            stops = [
+                stop
+                for stop in self._stops.values()
+                if which is None or (stop._unit is not None and stop._unit.run.root in roots)
+            ]
         for stop in stops:
             try:
                 self.resume(stop.id, Action.TERMINATE)

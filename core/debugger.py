@@ -38,7 +38,7 @@ from flowdbg.events import Event, Kind, Position, RunInfo
 from flowdbg.patching import LOCK
 from flowdbg.plugins import RECORDER, Hooks, make_plugin_manager
 from flowdbg.recorder import OVERFLOW, Recorder, run_record, step_record
-from flowdbg.runtime import _RUN_HANDLE, RunScope, Unit, current_unit
+from flowdbg.runtime import _REWIND, _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
 
 if TYPE_CHECKING:
@@ -67,8 +67,10 @@ class RunHandle:
         name: str | None = None,
     ) -> None:
         self.debugger = debugger
-        #: id of the first top-level run the callable started (None until it starts one)
+        #: id of the first top-level run the callable started (None until it starts one; for
+        #: a run rewound at a stop, the run that goes on: see :meth:`Debugger.rewind`)
         self.run_id: str | None = None
+        self._follow = False
         self._fn = fn
         self._args = args
         self._kwargs = kwargs
@@ -510,7 +512,12 @@ class Debugger:
         handle = _RUN_HANDLE.get()
         ref: str | None = None
         made_from = start = calls = None
-        if handle is not None and handle.debugger is self and handle.run_id is None:
+        rewind = _REWIND.get()
+        if rewind:  # the run a rewind restarts (see Rewound.lineage): taken once
+            ref, made_from = rewind.pop()
+            if handle is not None and made_from is not None and handle.run_id == made_from[1]:
+                handle._follow = True  # the handle's run goes on as this one
+        elif handle is not None and handle.debugger is self and handle.run_id is None:
             ref, made_from = handle._target_ref, handle._made_from
             start, calls = handle._start_input, handle._calls
         if ref is None and target is not None and id(target) in self._attached:
@@ -1278,6 +1285,78 @@ class Debugger:
         """End every active run: open stops and the next point of each branch raise
         :class:`flowdbg.Terminated`, which reaches the run's caller. Returns the run ids."""
         return self._ctl.terminate()
+
+    def rewind(
+        self,
+        step: int,
+        edits: Mapping[str, Any] | None = None,
+        stop_id: str | None = None,
+    ) -> Stop:
+        """Go back, at a stop, to the state the selected stop's run (or ``stop_id``'s) had
+        after an earlier ``step`` (with ``edits``), and go on from there in the same call.
+
+        The run's branches end (the open stops of the run resume, the next point of each
+        branch ends it) and the run is recorded ``terminated`` with a
+        :class:`flowdbg.timetravel.Rewound` error; its caller does not see that: the adapter
+        starts the framework again from the recorded state after ``step`` as a fork does
+        (what the current code routes to from that step's node runs first), in the same call,
+        which returns what that run returns. The record keeps both: the new run is a
+        ``rewind`` of the old one (``origin``, ``forked_from``, ``fork_step``; ``flowdbg runs
+        timeline``). Breakpoints, stepping and recording go on as in any run.
+
+        :param step: a step of the run that had ended when the stop was reached (and, for a
+            framework with supersteps, that did not run beside other nodes); ``0`` starts
+            again from the run's input.
+        :param edits: ``{path: value}`` applied to the recorded state first, paths as
+            :meth:`set` takes them.
+        :param stop_id: the stop (default: the selected one).
+        :returns: the stop, resumed.
+        :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, its
+            adapter cannot rewind (no :attr:`Capability.REWIND`), the run was started in a
+            way its adapter cannot restart, or the step cannot be gone back to (the message
+            names the steps that can).
+        :raises flowdbg.NotStoppedError: with no stop.
+        """
+        from flowdbg.timetravel import ForkError, plan_fork
+
+        stop = self._ctl.get_stop(stop_id)
+        unit = stop._unit
+        if unit is None:
+            raise ForkError(f"stop {stop.id} is not in a run: there is nothing to rewind")
+        root = unit.run.root
+        short = root.run_id[:8]
+        store = self._recording_store()
+        adapter = self.adapter_for(root.target)
+        if Capability.REWIND not in adapter.capabilities:
+            raise ForkError(
+                f"adapter {adapter.name!r} cannot rewind a run (no capability 'rewind'); "
+                f"fork it instead when it has ended: flowdbg runs fork {short} --step {step}"
+            )
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ForkError(f"step must be a step number (0 for the input), not {step!r}")
+        # steps that had ended: below the first step still running or held at a stop
+        busy = [u for u in self._ctl.running_units([root]) if u.run is root]
+        busy += [s.unit for s in self._ctl.stops if s.unit is not None and s.unit.run is root]
+        if busy:
+            first = min(busy, key=lambda u: u.step)
+            if step >= first.step:
+                raise ForkError(
+                    f"run {short} cannot be rewound to step {step}: step {first.step} "
+                    f"({first.kind} {first.node!r}) has not ended; rewind to a step before "
+                    f"{first.step}"
+                )
+        if not self.flush(timeout=30):
+            raise ForkError(
+                f"the record of run {short} is not written yet (the writer is behind); try again"
+            )
+        try:
+            point = plan_fork(store, root.run_id, step, edits)
+            adapter.check_fork(root.target, point)
+        except ForkError as exc:
+            raise ForkError(f"cannot rewind: {exc}") from None
+        root.rewound = (root.run_id, point, point.run.target)
+        self._ctl.terminate(lambda scope: scope is root)
+        return stop
 
     def serve(
         self,

@@ -69,10 +69,18 @@ _RUN_HANDLE: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 
 
+# A run restarted by a rewind (see flowdbg.timetravel.Rewound.lineage): a one-item list holding
+# its lineage until the next top-level run begins in this context and takes it.
+_REWIND: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+    "flowdbg_rewind", default=None
+)
+
+
 def _note_run_started(run_id: str) -> None:
     handle = _RUN_HANDLE.get()
-    if handle is not None and handle.run_id is None:
+    if handle is not None and (handle.run_id is None or handle._follow):
         handle.run_id = run_id
+        handle._follow = False
         handle._started.set()
 
 
@@ -100,6 +108,7 @@ class RunScope:
         "info",
         "parent_unit",
         "released",
+        "rewound",
         "target",
         "terminated",
         "units",
@@ -114,6 +123,9 @@ class RunScope:
         self.parent_unit = parent_unit
         self._root: RunScope | None = None if parent_unit is None else parent_unit.run.root
         self.terminated = False
+        #: set with :attr:`terminated` by :meth:`flowdbg.Debugger.rewind`: the arguments of
+        #: the :class:`flowdbg.timetravel.Rewound` its branches raise instead of Terminated
+        self.rewound: tuple[Any, ...] | None = None
         #: detached while running: its points no longer stop (see Debugger.detach)
         self.released = False
         #: what the adapter attached that runs here (see Debugger.begin_run)
@@ -138,6 +150,17 @@ class RunScope:
         #: units of this run tree that ended with an exception (top-level runs only; see
         #: Controller.end_run, which lets go of the exceptions once the run ended)
         self._failed: list[Unit] | None = [] if parent_unit is None else None
+
+    def termination(self) -> BaseException:
+        """What a branch of this terminated run raises: a :class:`flowdbg.Terminated`, or the
+        :class:`flowdbg.timetravel.Rewound` of a rewound run (a new one each time: parallel
+        branches raise it at once)."""
+        rewound = self.root.rewound
+        if rewound is None:
+            return Terminated()
+        from flowdbg.timetravel import Rewound
+
+        return Rewound(*rewound)
 
     def _finished(self, unit: Unit) -> None:
         self.units.append(unit)  # list.append is atomic: parallel branches may finish at once
@@ -295,7 +318,7 @@ class RunScope:
             uncancel = getattr(task, "uncancel", None)  # Python 3.11+
             if uncancel is not None and task.cancelling():
                 uncancel()
-        return Terminated()
+        return self.termination()
 
     def __enter__(self) -> RunScope:
         return self
@@ -822,7 +845,7 @@ class Unit:
         root = self.run.root
         if not root.terminated or not self.run.ctl.cancelled_units(root):
             return exc
-        terminated = Terminated()
+        terminated = root.termination()
         terminated.__cause__ = exc
         return terminated
 

@@ -37,6 +37,7 @@ __all__ = [
     "ForkPoint",
     "LiveCall",
     "RecordedCalls",
+    "Rewound",
     "TimelineEntry",
     "divergence",
     "forkable_steps",
@@ -241,6 +242,52 @@ def plan_fork(
         superstep=superstep,
         edits=applied,
     )
+
+
+class Rewound(Terminated):
+    """What the branches of a run rewound at a stop raise (:meth:`flowdbg.Debugger.rewind`):
+    a :class:`flowdbg.Terminated`, so the run ends ``terminated`` with this error, and the
+    adapter that started the run goes on from :attr:`point` in the same call.
+
+    An adapter with :attr:`flowdbg.Capability.REWIND` catches it where its top-level run
+    leaves the framework (when :attr:`run_id` is that run's id: a nested run lets it pass)
+    and, inside ``with rewound.lineage():``, starts the framework from :attr:`point` as
+    :meth:`flowdbg.Adapter.fork` does, returning (or streaming) that run's result to the
+    caller of the rewound run. The new run is recorded as a ``rewind`` of the old one, after
+    the step rewound to.
+    """
+
+    def __init__(self, run_id: str, point: ForkPoint, ref: str | None) -> None:
+        super().__init__(
+            f"run {run_id[:8]} was rewound to the state after step {point.step}: it goes on as "
+            f"a new run (flowdbg runs timeline {run_id[:8]})"
+        )
+        #: the rewound run
+        self.run_id = run_id
+        #: where it goes on: the recorded state after the step (edited), the nodes next
+        self.point = point
+        #: the target's reference, recorded with the new run
+        self.ref = ref
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.run_id, self.point, self.ref))
+
+    def lineage(self) -> Any:
+        """A context manager under which the next top-level run started in this context
+        (thread or task) is recorded as the rewind of :attr:`run_id`."""
+        import contextlib
+
+        from flowdbg.runtime import _REWIND
+
+        @contextlib.contextmanager
+        def restarting() -> Any:
+            token = _REWIND.set([(self.ref, ("rewind", self.run_id, self.point.step))])
+            try:
+                yield
+            finally:
+                _REWIND.reset(token)
+
+        return restarting()
 
 
 # --------------------------------------------------------------------------------------------
@@ -663,7 +710,7 @@ def divergence(
     old = new = None
     if first is not None and first.kind == "state" and first.paths:
         path = first.paths[0]
-        values = []
+        values: list[Any] = []
         for run_id, step in ((run_a.run_id, first.step_a), (run_b.run_id, first.step_b)):
             if step is None:
                 values.append(None)

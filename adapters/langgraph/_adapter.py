@@ -124,6 +124,7 @@ class LangGraphAdapter(Adapter):
             Capability.LLM_CALLS,
             Capability.SUPERSTEPS,
             Capability.FORK,
+            Capability.REWIND,
             # model replies served through LangChain's cache (_replay.py), ToolNode calls
             # through their wrapper (Unit.call)
             Capability.CACHED_CALLS,

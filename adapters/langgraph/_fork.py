@@ -19,6 +19,7 @@ A fork from step 0 runs the copy from the run's input.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import RunOptions
@@ -26,7 +27,7 @@ from flowdbg.adapter import RunOptions
 if TYPE_CHECKING:
     from flowdbg.timetravel import ForkPoint
 
-__all__ = ["afork", "check_fork", "fork"]
+__all__ = ["afork", "astream", "check_fork", "fork", "stream"]
 
 
 def check_fork(target: Any, point: ForkPoint) -> None:
@@ -87,3 +88,30 @@ async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> An
     await graph.aupdate_state(config, point.state, as_node=point.node)
     snapshot = await graph.aget_state(config)
     return await graph.ainvoke(_first(point, snapshot.next), config)
+
+
+def stream(target: Any, point: ForkPoint, config: Any, kwargs: dict[str, Any]) -> Iterator[Any]:
+    """The fork as ``target.stream(..., **kwargs)`` would give its chunks: how a run rewound
+    at a stop goes on in the stream (or ``invoke``, which reads a stream) of its caller.
+    ``config`` is the caller's (its thread and checkpoint are the fork's own)."""
+    graph, config = _start(target, point, RunOptions(config=config))
+    if point.step == 0:
+        yield from graph.stream(point.state, config, **kwargs)
+        return
+    graph.update_state(config, point.state, as_node=point.node)
+    yield from graph.stream(_first(point, graph.get_state(config).next), config, **kwargs)
+
+
+async def astream(
+    target: Any, point: ForkPoint, config: Any, kwargs: dict[str, Any]
+) -> AsyncIterator[Any]:
+    """The async form of :func:`stream`."""
+    graph, config = _start(target, point, RunOptions(config=config))
+    if point.step == 0:
+        async for chunk in graph.astream(point.state, config, **kwargs):
+            yield chunk
+        return
+    await graph.aupdate_state(config, point.state, as_node=point.node)
+    snapshot = await graph.aget_state(config)
+    async for chunk in graph.astream(_first(point, snapshot.next), config, **kwargs):
+        yield chunk

@@ -42,6 +42,7 @@ from flowdbg.store import register_structural
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
     from flowdbg.runtime import RunScope
+    from flowdbg.timetravel import Rewound
 
 __all__ = ["RUN", "Commit", "GraphRun", "Mark", "Traced", "debugged_class", "decision_of"]
 
@@ -821,7 +822,15 @@ class GraphRun:
             raise
         except BaseException as exc:
             _end(scope, info, error=exc)
-            raise
+            rewound = _rewound(exc, scope)
+            if rewound is None:
+                raise
+            # rewound at a stop: the stream goes on with the run from the rewind's point
+            from flowdbg.adapters.langgraph import _fork
+
+            with rewound.lineage():
+                yield from _fork.stream(graph, rewound.point, config, kwargs)
+            return
         # an interrupt() in a node ends the top-level stream normally, its node suspended
         _end(scope, info, output=latest, suspended=scope.has_suspended_units())
 
@@ -857,8 +866,23 @@ class GraphRun:
             raise
         except BaseException as exc:
             _end(scope, info, error=exc)
-            raise
+            rewound = _rewound(exc, scope)
+            if rewound is None:
+                raise
+            from flowdbg.adapters.langgraph import _fork
+
+            with rewound.lineage():
+                async for chunk in _fork.astream(graph, rewound.point, config, kwargs):
+                    yield chunk
+            return
         _end(scope, info, output=latest, suspended=scope.has_suspended_units())
+
+
+def _rewound(exc: BaseException, scope: RunScope) -> Rewound | None:
+    """``exc`` when it is the rewind of this top-level run (a nested run lets it pass)."""
+    from flowdbg.timetravel import Rewound
+
+    return exc if isinstance(exc, Rewound) and exc.run_id == scope.run_id else None
 
 
 async def _aclose(inner: AsyncIterator[Any]) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
 from flowdbg.adapters.stategraph import _graph
 from flowdbg.errors import AdapterError
+from flowdbg.timetravel import Rewound
 
 if TYPE_CHECKING:
     from flowdbg import Debugger, RunScope, Unit
@@ -226,6 +227,7 @@ class StateGraphAdapter(Adapter):
             Capability.HANDOFFS,
             Capability.SUPERSTEPS,
             Capability.FORK,
+            Capability.REWIND,
             Capability.CACHED_CALLS,  # its Tool and Model calls go through Unit.call
         }
     )
@@ -345,33 +347,45 @@ class _Reporter:
     # -- runs --
 
     def run(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        with self._dbg.begin_run(
-            framework="stategraph", name=graph.name, input=state, target=graph
-        ) as scope:
-            token = _RUN.set(scope)
-            calls = _graph.CALL_INTERCEPTOR.set(self)
-            try:
-                out = proceed(state)
-            finally:
-                _graph.CALL_INTERCEPTOR.reset(calls)
-                _RUN.reset(token)
-            scope.settle(out)  # the final state: what the last superstep committed
-            scope.end(output=out)
+        try:
+            with self._dbg.begin_run(
+                framework="stategraph", name=graph.name, input=state, target=graph
+            ) as scope:
+                token = _RUN.set(scope)
+                calls = _graph.CALL_INTERCEPTOR.set(self)
+                try:
+                    out = proceed(state)
+                finally:
+                    _graph.CALL_INTERCEPTOR.reset(calls)
+                    _RUN.reset(token)
+                scope.settle(out)  # the final state: what the last superstep committed
+                scope.end(output=out)
+        except Rewound as rewound:  # rewound at a stop: go on from its point in this call
+            if rewound.run_id != scope.run_id:
+                raise  # a nested run: its top-level run goes on
+            with rewound.lineage():
+                return self._dbg.adapter_for(graph).fork(graph, rewound.point)
         return out
 
     async def arun(self, graph: Any, state: Any, proceed: Callable[[Any], Any]) -> Any:
-        async with self._dbg.begin_run(
-            framework="stategraph", name=graph.name, input=state, target=graph
-        ) as scope:
-            token = _RUN.set(scope)
-            calls = _graph.CALL_INTERCEPTOR.set(self)
-            try:
-                out = await proceed(state)
-            finally:
-                _graph.CALL_INTERCEPTOR.reset(calls)
-                _RUN.reset(token)
-            scope.settle(out)
-            scope.end(output=out)
+        try:
+            async with self._dbg.begin_run(
+                framework="stategraph", name=graph.name, input=state, target=graph
+            ) as scope:
+                token = _RUN.set(scope)
+                calls = _graph.CALL_INTERCEPTOR.set(self)
+                try:
+                    out = await proceed(state)
+                finally:
+                    _graph.CALL_INTERCEPTOR.reset(calls)
+                    _RUN.reset(token)
+                scope.settle(out)
+                scope.end(output=out)
+        except Rewound as rewound:
+            if rewound.run_id != scope.run_id:
+                raise
+            with rewound.lineage():
+                return await self._dbg.adapter_for(graph).afork(graph, rewound.point)
         return out
 
     # -- tool and model calls made by a node --

@@ -285,6 +285,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "stop": ("stop [N]", "select stop-N (alone: show the selected stop again)"),
     "log": ("log", "the run log so far"),
+    "rewind": (
+        "rewind STEP [PATH=VALUE ...]",
+        "go back to the state after an earlier STEP of this run (with edits) and go on from "
+        "there: the run restarts in the same call, recorded as a rewind of it",
+    ),
     "list": ("l(ist)", "the graph around the node: predecessors -> [node] -> successors"),
     "help": ("h(elp) [COMMAND]", "list the commands, or explain one"),
     "quit": ("q(uit)", "terminate the run and leave"),
@@ -514,6 +519,29 @@ class Session:
 
     def do_return(self, arg: str) -> _Next:
         self.dbg.step_out()
+        return _Next.RESUMED
+
+    def do_rewind(self, arg: str) -> _Next:
+        import shlex
+
+        words = shlex.split(arg)
+        if not words or not words[0].isdigit():
+            raise ValueError(
+                "usage: rewind STEP [PATH=VALUE ...] (a step of this run that has ended; "
+                "0: from its input)"
+            )
+        edits: dict[str, Any] = {}
+        for text in words[1:]:
+            path, sep, raw = text.partition("=")
+            if not sep or not path.strip():
+                raise ValueError(f"an edit is PATH=VALUE, not {text!r} (e.g. intent='question')")
+            edits[path.strip()] = parse_value(raw)
+        step = int(words[0])
+        stop = self.dbg.rewind(step, edits or None)
+        run = stop.unit.run.root.run_id[:8] if stop.unit is not None else "?"
+        came = f"the state after step {step}" if step else "its input"
+        changed = f", with {', '.join(edits)} edited" if edits else ""
+        self.out.line(f"rewinding run {run} to {came}{changed}; it goes on as a new run")
         return _Next.RESUMED
 
     def do_quit(self, arg: str) -> _Next:

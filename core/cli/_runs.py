@@ -1007,15 +1007,14 @@ def divergence_lines(report: Any, *, calls: bool = True) -> list[str]:
             )
     compared = report.calls
     if calls and (compared.recorded or compared.served or compared.live):
-        calls = compared
-        line = f"  calls: {calls.served} served from the record, {calls.live} run live"
-        line += f" (the source made {calls.recorded})"
-        if calls.served:
-            line += f"; saved {duration(calls.saved_seconds)}"
-            if calls.saved_tokens:
-                line += f" and {calls.saved_tokens:,} tokens"
+        line = f"  calls: {compared.served} served from the record, {compared.live} run live"
+        line += f" (the source made {compared.recorded})"
+        if compared.served:
+            line += f"; saved {duration(compared.saved_seconds)}"
+            if compared.saved_tokens:
+                line += f" and {compared.saved_tokens:,} tokens"
         lines.append(line)
-        for live in calls.diverged:
+        for live in compared.diverged:
             branch = "/".join(live.branch) or "the run"
             lines.append(
                 f"    in {branch}: {live.kind} {live.name!r} differs from step "
@@ -1044,7 +1043,7 @@ def _timeline_lines(entry: Any, level: int) -> list[str]:
     steps = "- steps" if count is None else f"{count} step{'' if count == 1 else 's'}"
     what = made_from(run)
     head = f"{what.split(' of ')[0]} {short_id(run.run_id)}" if what else short_id(run.run_id)
-    if run.origin == "fork" and run.fork_step is not None:
+    if run.origin in ("fork", "rewind") and run.fork_step is not None:
         head += f" after step {run.fork_step}" if run.fork_step else " from the input"
     line = f"{head}  {run.name} ({run.framework}) {run.status}, {steps}"
     if entry.cached:

@@ -45,7 +45,7 @@ from flowdbg.testing._fixtures import (
     Placement,
     Scenario,
 )
-from flowdbg.testing._fork import AbstractForkTests, AbstractRerunTests
+from flowdbg.testing._fork import AbstractForkTests, AbstractRerunTests, AbstractRewindTests
 from flowdbg.testing._handoffs import AbstractHandoffTests
 from flowdbg.testing._recording import AbstractRecordingTests
 from flowdbg.testing._runs import (
@@ -75,6 +75,7 @@ __all__ = [
     "AbstractPauseTests",
     "AbstractRecordingTests",
     "AbstractRerunTests",
+    "AbstractRewindTests",
     "AbstractStateEditingTests",
     "AbstractSteppingTests",
     "AbstractTerminateTests",
@@ -116,4 +117,5 @@ ALL_SUITES: tuple[type[SuiteBase], ...] = (
     AbstractRecordingTests,
     AbstractForkTests,
     AbstractRerunTests,
+    AbstractRewindTests,
 )

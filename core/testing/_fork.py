@@ -11,7 +11,7 @@ from flowdbg.adapter import Capability
 from flowdbg.testing._base import WAIT, SuiteBase, requires
 from flowdbg.testing._fixtures import EXPECTED, Scenario
 
-__all__ = ["AbstractForkTests", "AbstractRerunTests"]
+__all__ = ["AbstractForkTests", "AbstractRerunTests", "AbstractRewindTests"]
 
 
 class AbstractForkTests(SuiteBase):
@@ -235,3 +235,96 @@ class AbstractRerunTests(SuiteBase):
         served = [s for s in calls if s.kind == "tool" and "tool" in self.served_call_kinds]
         assert rerun.calls is not None
         assert (rerun.calls.served, rerun.calls.live) == (len(served), len(calls) - len(served))
+
+
+class AbstractRewindTests(SuiteBase):
+    """:meth:`flowdbg.Debugger.rewind` at a live stop: the run goes back to the state after an
+    earlier step (edited or not) and goes on in the same call, whose caller gets the result of
+    the run from there; the record keeps the rewound run (``terminated``, a ``Rewound`` error)
+    and the new one (a ``rewind`` of it); a step that has not ended is refused and the stop
+    stays open."""
+
+    def _rewound(self, dbg: flowdbg.Debugger, old: str, new: str, step: int) -> None:
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        rewound = store.get_run(old)
+        assert rewound.status == "terminated"
+        assert rewound.error is not None and rewound.error.type == "Rewound"
+        made = store.get_run(new)
+        assert (made.origin, made.forked_from, made.fork_step) == ("rewind", old, step)
+        assert made.status == "completed"
+        assert [r.run_id for r in store.list_forks(old)] == [new]
+
+    @requires(Capability.REWIND)
+    @pytest.mark.parametrize("mode", ["sync", "async"])
+    def test_a_rewind_goes_on_from_the_earlier_step_in_the_same_call(
+        self, dbg: flowdbg.Debugger, mode: str
+    ) -> None:
+        if mode == "async":
+            self.require(Capability.ASYNC)
+        scn = self.scenario("linear")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn, mode)
+        stop = self.wait_stop(dbg)
+        self.assert_at(stop, "c", "before")
+        first_run = stop.location.run_id
+        assert dbg.inspect("x") == 20
+        dbg.rewind(1)
+        again = self.wait_stop(dbg)  # b runs again from the state after a, then c holds
+        self.assert_at(again, "c", "before")
+        assert again.location.run_id != first_run
+        assert dbg.inspect("x") == 20
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+        assert run.run_id == again.location.run_id  # the handle follows the run that goes on
+        self._rewound(dbg, first_run, again.location.run_id, 1)
+
+    @requires(Capability.REWIND)
+    def test_a_rewind_with_an_edit_changes_the_result(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        dbg.rewind(1, {"x": 5})
+        self.wait_stop(dbg)
+        assert dbg.inspect("x") == 50
+        dbg.resume()
+        assert self.finish(run, scn) == {"x": 50, "y": 51}
+
+    @requires(Capability.REWIND)
+    def test_a_step_that_has_not_ended_is_refused_and_the_stop_stays(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn)
+        stop = self.wait_stop(dbg)
+        held = stop.location.step
+        with pytest.raises(flowdbg.ForkError, match=f"step {held} .* has not ended"):
+            dbg.rewind(held)
+        with pytest.raises(flowdbg.ForkError, match="step must be a step number"):
+            dbg.rewind(-1)
+        assert [s.id for s in dbg.stops] == [stop.id]  # nothing resumed
+        dbg.resume()
+        assert self.finish(run, scn) == dict(EXPECTED["linear"])
+
+    @requires(Capability.REWIND, Capability.PARALLEL_BRANCHES, Capability.SUPERSTEPS)
+    def test_a_rewind_from_one_of_two_held_branches_restarts_both(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("parallel")
+        dbg.break_before("p1")
+        dbg.break_before("p2")
+        run = self.launch(dbg, scn)
+        held = dbg.wait_for_stops(2, WAIT)
+        assert len(held) == 2, f"expected 2 open stops, got {[str(s) for s in held]}"
+        old = held[0].location.run_id
+        dbg.rewind(1, stop_id=held[1].id)  # after fan: the branches run again
+        again = dbg.wait_for_stops(2, WAIT)
+        assert sorted(s.location.node for s in again) == ["p1", "p2"]
+        assert all(s.location.run_id not in (None, old) for s in again)
+        dbg.resume_all()
+        assert self.finish(run, scn) == dict(EXPECTED["parallel"])
+        assert run.run_id is not None
+        self._rewound(dbg, old, run.run_id, 1)

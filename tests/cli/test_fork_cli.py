@@ -148,3 +148,32 @@ def test_divergence_of_a_fork_starts_after_its_fork_step(run_cli: Cli) -> None:
     out = run_cli("runs", "divergence", unchanged["run"]["short_id"]).stdout.splitlines()
     assert out[0] == f"{unchanged['run']['short_id']}: fork of {short} at step 2, completed"
     assert out[1] == "  no divergence: the same units ran with the same states and outcomes"
+
+
+def test_rewind_at_the_prompt_goes_on_from_an_earlier_step(run_cli: Cli) -> None:
+    result = run_cli(
+        "run",
+        "graphs.py:app",
+        "--input",
+        '{"x": 1}',
+        "-b",
+        "gamma",
+        input="rewind 3\nrewind one\nrewind 1 x=5\np x\nc\n",
+    )
+    out = result.stdout
+    assert (
+        "error: run " in out and "cannot be rewound to step 3: step 3 (node 'gamma') has not" in out
+    )
+    assert "error: usage: rewind STEP [PATH=VALUE ...]" in out
+    assert "to the state after step 1, with x edited; it goes on as a new run" in out
+    assert "(flowdbg) p x\n50" in out  # beta ran again on the edited state
+    assert '"y": 51' in out  # the session's result is the run that went on
+    runs = run_cli.json("runs", "ls", command="runs ls")["runs"]
+    new, old = runs[0], runs[1]
+    assert (new["origin"], new["forked_from"], new["fork_step"]) == ("rewind", old["run_id"], 1)
+    assert (old["status"], old["error"]["type"]) == ("terminated", "Rewound")
+    timeline = run_cli("runs", "timeline", old["short_id"]).stdout.splitlines()
+    assert timeline[0].startswith(f"{old['short_id']}  linear (stategraph) terminated")
+    assert timeline[1] == (
+        f"└ rewind {new['short_id']} after step 1  linear (stategraph) completed, 2 steps"
+    )

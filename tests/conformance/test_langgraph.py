@@ -29,6 +29,7 @@ from flowdbg.testing import (
     AbstractPauseTests,
     AbstractRecordingTests,
     AbstractRerunTests,
+    AbstractRewindTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -283,6 +284,10 @@ class TestLangGraphFork(LangGraphFixtures, AbstractForkTests):
 
 
 class TestLangGraphRerun(LangGraphFixtures, AbstractRerunTests):
+    pass
+
+
+class TestLangGraphRewind(LangGraphFixtures, AbstractRewindTests):
     pass
 
 

@@ -34,6 +34,7 @@ from flowdbg.testing import (
     AbstractPauseTests,
     AbstractRecordingTests,
     AbstractRerunTests,
+    AbstractRewindTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -432,6 +433,10 @@ class TestLlamaIndexFork(LlamaIndexFixtures, AbstractForkTests):
 
 
 class TestLlamaIndexRerun(LlamaIndexFixtures, AbstractRerunTests):
+    pass
+
+
+class TestLlamaIndexRewind(LlamaIndexFixtures, AbstractRewindTests):
     pass
 
 

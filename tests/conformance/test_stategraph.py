@@ -19,6 +19,7 @@ from flowdbg.testing import (
     AbstractPauseTests,
     AbstractRecordingTests,
     AbstractRerunTests,
+    AbstractRewindTests,
     AbstractStateEditingTests,
     AbstractSteppingTests,
     AbstractTerminateTests,
@@ -272,6 +273,10 @@ class TestStateGraphFork(StateGraphFixtures, AbstractForkTests):
 
 
 class TestStateGraphRerun(StateGraphFixtures, AbstractRerunTests):
+    pass
+
+
+class TestStateGraphRewind(StateGraphFixtures, AbstractRewindTests):
     pass
 
 

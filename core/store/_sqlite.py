@@ -153,6 +153,19 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE steps ADD COLUMN cached INTEGER NOT NULL DEFAULT 0")
 
 
+#: ``READ_AS_CURRENT[n]``: temporary views under which a database of schema ``n`` reads as one
+#: of :data:`DB_SCHEMA_VERSION` (the columns added since, as their defaults), so that a
+#: read-only store reads an older database it may not migrate: SQLite finds a temporary view
+#: before the table of the same name, and a read-only connection may create one. (A new schema
+#: version updates these views, or drops the entry: such databases are then refused read-only.)
+READ_AS_CURRENT: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE TEMP VIEW runs AS SELECT *, NULL AS target, NULL AS origin, "
+        "NULL AS forked_from, NULL AS fork_step FROM main.runs",
+        "CREATE TEMP VIEW steps AS SELECT *, 0 AS cached FROM main.steps",
+    ),
+}
+
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 #: the database schema this flowdbg writes and reads (the --json envelope has its own version)
@@ -352,6 +365,8 @@ class SQLiteStore(Store):
         self._file = Path(os.fspath(path)).expanduser().absolute()
         self.path = str(self._file)
         self.readonly = readonly
+        #: the schema of an older database read (read-only) through views, else None
+        self._older: int | None = None
         #: whether the file is read as immutable (decided on opening when not given)
         self.immutable = bool(readonly and immutable)
         self._may_fall_back = readonly and immutable is None
@@ -458,7 +473,16 @@ class SQLiteStore(Store):
             conn = self._connect()
             if not self.readonly:
                 conn.execute("PRAGMA synchronous = NORMAL")
+            elif self._older is not None:
+                self._read_older(conn)
         return conn
+
+    def _read_older(self, conn: sqlite3.Connection) -> None:
+        """Show an older database (schema :attr:`_older`) as this flowdbg's schema on ``conn``
+        (read-only: see :data:`READ_AS_CURRENT`)."""
+        assert self._older is not None
+        for statement in READ_AS_CURRENT[self._older]:
+            conn.execute(statement)
 
     def _readable(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         """A read-only connection that can read: the given one, or an immutable one when the
@@ -504,11 +528,17 @@ class SQLiteStore(Store):
                 raise self._newer(version)
             if self.readonly:
                 if version != DB_SCHEMA_VERSION:
-                    raise StoreError(
-                        f"database {self.path} has schema {version}, older than this flowdbg's "
-                        f"({DB_SCHEMA_VERSION}); upgrade it by recording a run into it (or by "
-                        "open_store() without readonly) where it can be written"
-                    )
+                    assert version is not None
+                    if version not in READ_AS_CURRENT:
+                        raise StoreError(
+                            f"database {self.path} has schema {version}, older than this "
+                            f"flowdbg's ({DB_SCHEMA_VERSION}); upgrade it by recording a run "
+                            "into it (or by open_store() without readonly) where it can be "
+                            "written"
+                        )
+                    # read as it is: each connection sees it through the views
+                    self._older = version
+                    self._read_older(conn)
                 return
             # Only now is the file known to be ours (or empty): it may be changed.
             self._wal(conn)

@@ -78,8 +78,25 @@ def test_a_schema_1_database_is_migrated_with_its_runs(
     finally:
         conn.close()
     assert "forked_from" not in columns
-    with pytest.raises(StoreError, match="older than this flowdbg's"):
-        open_store(db, readonly=True)
+    with open_store(db, readonly=True) as store:  # read as it is, through views: not changed
+        (found,) = store.list_runs()
+        assert (found.run_id, found.step_count, found.origin, found.fork_step) == (
+            run_id(1),
+            3,
+            None,
+            None,
+        )
+        assert [s.cached for s in store.get_steps(run_id(1))] == [False] * 3
+        assert store.get_state(run_id(1), 2) == {"count": 2}
+        assert store.list_forks(run_id(1)) == []
+        with pytest.raises(StoreError, match="open read-only"):
+            store.write_batch(runs=[run(2)])
+    conn = sqlite3.connect(db)
+    try:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version == ("1",)  # nothing migrated by a reader
+    finally:
+        conn.close()
     with open_store(db) as store:  # opened for writing: migrated to the current schema
         old = store.get_run(run_id(1))
         assert (old.step_count, old.target, old.origin, old.forked_from) == (3, None, None, None)

@@ -238,50 +238,6 @@ def test_an_older_schema_is_migrated_forward(
         assert store.get_run(run_id(1)).step_count == 3
 
 
-def as_schema_1(db: Path) -> None:
-    """Turn a database of this flowdbg into one of schema 1 (before lineage and cached)."""
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute("DROP INDEX runs_forked")
-        for column in ("target", "origin", "forked_from", "fork_step"):
-            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
-        conn.execute("ALTER TABLE steps DROP COLUMN cached")
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-        conn.commit()
-    finally:
-        conn.close()
-
-
-def test_a_schema_1_database_is_read_read_only_without_changing_it(tmp_path: Path) -> None:
-    db = tmp_path / "one.db"
-    with open_store(db) as store:
-        store.write_batch(runs=[run(1)], steps=counting_steps(run_id(1), 3))
-    as_schema_1(db)
-    before = digest(db)
-    with open_store(db, readonly=True) as store:
-        (found,) = store.list_runs()
-        assert (found.run_id, found.step_count, found.origin, found.forked_from) == (
-            run_id(1),
-            3,
-            None,
-            None,
-        )
-        assert [s.cached for s in store.get_steps(run_id(1))] == [False] * 3
-        assert store.get_state(run_id(1), 2) == {"count": 2}
-        assert store.list_forks(run_id(1)) == []
-        with pytest.raises(StoreError, match="open read-only"):
-            store.write_batch(runs=[run(2)])
-    assert digest(db) == before  # nothing written: still schema 1
-    with open_store(db) as store:  # opened for writing: migrated
-        assert store.get_run(run_id(1)).origin is None
-    conn = sqlite3.connect(db)
-    try:
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(_sqlite.DB_SCHEMA_VERSION),)
-    finally:
-        conn.close()
-
-
 def indexes(db: Path) -> list[str]:
     conn = sqlite3.connect(db)
     try:

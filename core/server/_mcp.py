@@ -21,6 +21,7 @@ from flowdbg._values import short_repr, summarize
 from flowdbg.errors import FlowdbgError
 
 from . import _protocol as p
+from ._service import paginate
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -33,6 +34,8 @@ __all__ = ["INSTRUCTIONS", "make_mcp_server", "value_view"]
 VALUE_LIMIT = 2000
 #: rows of a summarized list
 LIST_ROWS = 20
+#: the most items a listing tool returns at once
+PAGE_MOST = 100
 
 INSTRUCTIONS = """\
 flowdbg is a debugger for agent and workflow graphs (LangGraph, LlamaIndex Workflows, OpenAI
@@ -70,6 +73,10 @@ StopPath = Annotated[
     ),
 ]
 RunId = Annotated[str, Field(description="a recorded run's id (or a unique prefix of 4+ chars)")]
+PageOffset = Annotated[
+    int, Field(description="items to skip: the next_offset of the previous page (0: the first)")
+]
+PageLimit = Annotated[int, Field(description=f"the most items to return (up to {PAGE_MOST})")]
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -84,6 +91,11 @@ def _tool_errors(fn: _F) -> _F:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
     return call  # type: ignore[return-value]
+
+
+def _clamp(offset: int, limit: int) -> tuple[int, int]:
+    """An agent's ``offset`` and ``limit`` brought within what a page can be."""
+    return max(0, offset), max(1, min(limit, PAGE_MOST))
 
 
 def _child_path(path: str, key: Any) -> str:
@@ -248,9 +260,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.add_breakpoint(req).model_dump(mode="json")
 
     @tool
-    def list_breakpoints() -> dict[str, Any]:
-        """The breakpoints set, with their ids and hit counts."""
-        return service.breakpoints().model_dump(mode="json")
+    def list_breakpoints(offset: PageOffset = 0, limit: PageLimit = 100) -> dict[str, Any]:
+        """The breakpoints set, in the order they were set, with their ids and hit counts.
+        A page at a time: when next_offset is not null, call again with offset=next_offset."""
+        offset, limit = _clamp(offset, limit)
+        return service.breakpoints(offset=offset, limit=limit).model_dump(mode="json")
 
     @tool
     def remove_breakpoint(breakpoint_id: str) -> dict[str, Any]:
@@ -295,10 +309,12 @@ def make_mcp_server(service: Service) -> MCPServer:
         return {"outcome": "stopped", "stop": stop_report(service, result.stop.id)}
 
     @tool
-    def status() -> dict[str, Any]:
-        """The debugger's state (idle, running, stopped), the open stops' ids and locations,
-        the active runs and the units running now."""
+    def status(offset: PageOffset = 0, limit: PageLimit = 100) -> dict[str, Any]:
+        """The debugger's state (idle, running, stopped), the open stops' ids and locations
+        (oldest first, a page at a time: when next_offset is not null, call again with
+        offset=next_offset), the active runs and the units running now."""
         st = service.status()
+        stops, paging = paginate(st.stops, *_clamp(offset, limit))
         return {
             "state": st.state,
             "stops": [
@@ -308,8 +324,9 @@ def make_mcp_server(service: Service) -> MCPServer:
                     "node": s.location.node,
                     "position": s.location.position,
                 }
-                for s in st.stops
+                for s in stops
             ],
+            "next_offset": paging["next_offset"],
             "runs": st.runs,
             "running": [u.model_dump(mode="json") for u in st.running],
         }
@@ -381,10 +398,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.terminate().model_dump(mode="json")
 
     @tool
-    def list_runs(limit: int = 10, offset: int = 0) -> dict[str, Any]:
+    def list_runs(limit: PageLimit = 10, offset: PageOffset = 0) -> dict[str, Any]:
         """Recorded runs, newest first: id, status (completed, failed, terminated...), name,
-        number of steps, error. Page with offset."""
-        page = service.recorded_runs(offset=max(0, offset), limit=max(1, min(limit, 100)))
+        number of steps, error. Page with offset (next_offset)."""
+        offset, limit = _clamp(offset, limit)
+        page = service.recorded_runs(offset=offset, limit=limit)
         return {
             "runs": [
                 {

@@ -33,6 +33,7 @@ __all__ = [
     "EventType",
     "Hello",
     "KeyRow",
+    "Page",
     "PathRequest",
     "RecordedState",
     "ResumeResult",
@@ -162,8 +163,16 @@ class BreakpointCreated(_Response):
     )
 
 
-class BreakpointList(_Response):
-    """The breakpoints, in the order they were set."""
+class Page(_Response):
+    """Where a page of a list is: pass ``next_offset`` as ``offset`` for the next one."""
+
+    offset: int = Field(description="how many items come before this page")
+    limit: int = Field(description="the most items a page holds")
+    next_offset: int | None = Field(description="null: this is the last page")
+
+
+class BreakpointList(Page):
+    """A page of the breakpoints, in the order they were set."""
 
     breakpoints: list[schemas.BreakpointInfo]
 
@@ -187,13 +196,10 @@ class RunStarted(_Response):
     launch: int = Field(description="this server's number for the launch (GET /launches/N)")
 
 
-class RunList(_Response):
+class RunList(Page):
     """A page of recorded runs, newest first."""
 
     runs: list[schemas.Run]
-    offset: int
-    limit: int
-    next_offset: int | None = Field(description="null: this is the last page")
 
 
 class StepList(_Response):
@@ -227,8 +233,8 @@ class StopBrief(_Response):
     message: str | None
 
 
-class StopList(_Response):
-    """The open stops, oldest first."""
+class StopList(Page):
+    """A page of the open stops, oldest first."""
 
     stops: list[schemas.Stop]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
@@ -27,7 +28,21 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
     from flowdbg.store import Store
 
-__all__ = ["BreakpointNotFound", "NoRecording", "NoTarget", "RunNotStarted", "Service"]
+__all__ = [
+    "BREAKPOINTS_PAGE",
+    "STOPS_PAGE",
+    "BreakpointNotFound",
+    "NoRecording",
+    "NoTarget",
+    "RunNotStarted",
+    "Service",
+    "paginate",
+]
+
+#: the default page sizes of ``GET /stops`` and ``GET /breakpoints``: more than a session
+#: usually holds, so a client that does not page still sees every one
+STOPS_PAGE = 100
+BREAKPOINTS_PAGE = 500
 
 # warnings.catch_warnings changes process-wide state: one caller at a time
 _WARNINGS = threading.Lock()
@@ -187,9 +202,10 @@ class Service:
 
     # ----------------------------------------------------------- breakpoints
 
-    def breakpoints(self) -> p.BreakpointList:
-        """The breakpoints, in the order they were set."""
-        return p.BreakpointList(breakpoints=[_bp(bp) for bp in self.dbg.breakpoints])
+    def breakpoints(self, *, offset: int = 0, limit: int = BREAKPOINTS_PAGE) -> p.BreakpointList:
+        """A page of the breakpoints, in the order they were set."""
+        rows, paging = paginate(self.dbg.breakpoints, offset, limit)
+        return p.BreakpointList(breakpoints=[_bp(bp) for bp in rows], **paging)
 
     def add_breakpoint(self, req: p.BreakpointCreate) -> p.BreakpointCreated:
         """Set a breakpoint.
@@ -326,9 +342,10 @@ class Service:
 
     # ----------------------------------------------------------------- stops
 
-    def stops(self) -> p.StopList:
-        """The open stops, oldest first."""
-        return p.StopList(stops=[_stop(s) for s in self.dbg.stops])
+    def stops(self, *, offset: int = 0, limit: int = STOPS_PAGE) -> p.StopList:
+        """A page of the open stops, oldest first."""
+        rows, paging = paginate(self.dbg.stops, offset, limit)
+        return p.StopList(stops=[_stop(s) for s in rows], **paging)
 
     def wait(self, timeout: float) -> p.WaitResult:
         """Wait up to ``timeout`` seconds for a stop (at once when one is open)."""
@@ -435,15 +452,10 @@ class Service:
         from flowdbg.cli._runs import run_dict
 
         store = self._store()
+        # one row past the page says whether another page follows
         rows = store.list_runs(status=status, name=name, limit=offset + limit + 1)
-        page = rows[offset : offset + limit]
-        more = len(rows) > offset + limit
-        return p.RunList(
-            runs=[schemas.Run.model_validate(run_dict(r)) for r in page],
-            offset=offset,
-            limit=limit,
-            next_offset=offset + limit if more else None,
-        )
+        page, paging = paginate(rows, offset, limit)
+        return p.RunList(runs=[schemas.Run.model_validate(run_dict(r)) for r in page], **paging)
 
     def recorded_run(self, run_id: str) -> schemas.RunDetail:
         """One recorded run with its input and output."""
@@ -530,6 +542,17 @@ class Service:
                 **_leftout_dict(result),
             }
         )
+
+
+_T = TypeVar("_T")
+
+
+def paginate(items: Sequence[_T], offset: int, limit: int) -> tuple[list[_T], dict[str, Any]]:
+    """``items[offset:offset + limit]`` and the :class:`~flowdbg.server._protocol.Page` fields
+    that say where it is (``next_offset`` is ``None`` on the last page)."""
+    end = offset + limit
+    paging = {"offset": offset, "limit": limit, "next_offset": end if len(items) > end else None}
+    return list(items[offset:end]), paging
 
 
 _NO_TARGET = (

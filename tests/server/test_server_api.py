@@ -198,6 +198,32 @@ def test_recorded_runs_and_steps_are_paginated(client: Any, dbg: flowdbg.Debugge
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "RunNotFound"
 
 
+def test_open_stops_and_breakpoints_are_paginated(client: Any, dbg: flowdbg.Debugger) -> None:
+    for node in ("a", "b", "a"):  # three breakpoints; the runs stop at the first, before a
+        client.post("/breakpoints", json={"type": "before", "pattern": node})
+    for n in range(3):
+        client.post("/runs", json={"input": {"n": n}})
+    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
+    everything = client.get("/stops").json()
+    assert len(everything["stops"]) == 3 and everything["next_offset"] is None
+    assert everything["limit"] == 100  # the default: every stop of a usual session
+    first = client.get("/stops", params={"limit": 2}).json()
+    rest = client.get("/stops", params={"offset": first["next_offset"], "limit": 2}).json()
+    assert (first["next_offset"], rest["offset"], rest["next_offset"]) == (2, 2, None)
+    paged = [s["id"] for s in first["stops"] + rest["stops"]]
+    assert paged == [s["id"] for s in everything["stops"]] == [s.id for s in dbg.stops]
+    bps = client.get("/breakpoints", params={"limit": 2}).json()
+    assert [b["pattern"] for b in bps["breakpoints"]] == ["a", "b"] and bps["next_offset"] == 2
+    tail = client.get("/breakpoints", params={"offset": 2}).json()
+    assert [b["pattern"] for b in tail["breakpoints"]] == ["a"] and tail["next_offset"] is None
+    assert len(client.get("/breakpoints").json()["breakpoints"]) == 3
+    for bad in ({"limit": 0}, {"limit": 501}, {"offset": -1}):
+        refused = client.get("/stops", params=bad)
+        assert refused.status_code == 422, bad
+        assert refused.json()["error"]["type"] == "InvalidRequest"
+    client.post("/terminate")
+
+
 def test_a_server_without_target_cannot_start_runs(tmp_path: Any) -> None:
     import httpx
 

@@ -14,6 +14,7 @@ import pytest
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 
+from conftest import build_counter  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
@@ -238,3 +239,45 @@ def test_the_debug_server_serves_the_mcp_tools_over_http(server: Any) -> None:
     names, waited = anyio.run(session)
     assert "wait_for_stop" in names
     assert waited["stop"]["node"] == "b" and waited["stop"]["state"]["value"] == {"n": 2}
+
+
+def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    for node in ("a", "b", "a"):
+        dbg.break_before(node)
+    app = dbg.attach(build_counter())
+    handles = [dbg.start(app.invoke, {"n": n}) for n in range(3)]
+    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
+
+    async def session() -> list[dict[str, Any]]:
+        url = f"{server.base_url}/mcp?token={server.token}"
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+            pages = []
+            for name, args in (
+                ("status", {"limit": 2}),
+                ("status", {"offset": 2, "limit": 2}),
+                ("status", {}),
+                ("list_breakpoints", {"limit": 2}),
+                ("list_breakpoints", {"offset": 2, "limit": 2}),
+            ):
+                result = await mcp.call_tool(name, args)
+                assert result.structured_content is not None, name
+                pages.append(dict(result.structured_content))
+            return pages
+
+    first, rest, whole, bps, bps_rest = anyio.run(session)
+    dbg.terminate()
+    for handle in handles:
+        handle.exception(10)
+    assert [s["stop_id"] for s in first["stops"]] == ["stop-1", "stop-2"]
+    assert first["next_offset"] == 2
+    assert [s["stop_id"] for s in rest["stops"]] == ["stop-3"] and rest["next_offset"] is None
+    assert len(whole["stops"]) == 3 and whole["next_offset"] is None
+    assert [b["pattern"] for b in bps["breakpoints"]] == ["a", "b"] and bps["next_offset"] == 2
+    assert [b["pattern"] for b in bps_rest["breakpoints"]] == ["a"]
+    assert bps_rest["next_offset"] is None

@@ -55,7 +55,8 @@ A typical session:
    evaluate runs a sandboxed expression ("len(messages)"); diff shows what the unit changed.
 6. resume(stop_id, action): "continue" to the next breakpoint, "step_over" to the next unit,
    "step_into" into subgraphs and calls, "step_out" to the enclosing graph.
-7. wait_for_stop again, until it reports outcome "ended".
+7. wait_for_stop again, until no run is active: outcome "ended" (the run completed), "failed"
+   (it raised: the error's type and message) or "terminated".
 Recorded runs stay readable after they end: list_runs, list_steps, get_run_state.
 Every edit takes plain JSON; nothing you send is executed as code."""
 
@@ -191,6 +192,15 @@ def stop_report(service: Service, stop_id: str) -> dict[str, Any]:
     return report
 
 
+_ENDED_HINTS = {
+    "none": "no run is active; start one with start_run",
+    "ended": "no run is active; the last one completed: list_steps(run_id) shows its steps",
+    "failed": "no run is active; the last one failed with error: list_steps(run_id) shows "
+    "the step that raised",
+    "terminated": "no run is active; the last one was terminated",
+}
+
+
 def _how(stop_id: str, node: str, position: str, editable: str | None) -> str:
     edit = (
         f"set_value(stop_id={stop_id!r}, path=..., value=...) changes what {node!r} "
@@ -287,26 +297,28 @@ def make_mcp_server(service: Service) -> MCPServer:
         """Block until a run is held at a breakpoint or step (returns at once if one already
         is), until every run has ended, or until `timeout` seconds pass. Returns outcome
         "stopped" with the stop (stop_id, reason, node, position, the state and the unit's
-        input/output with paths, how to continue), "ended" (nothing runs: read the results
-        with list_runs / list_steps), or "timeout" (still running: call again)."""
+        input/output with paths, how to continue); "timeout" (still running: call again); or,
+        when no run is active, how the last run ended: "ended" (it completed, or none ran),
+        "failed" (it raised: error has the exception's type and message) or "terminated".
+        Read the results with list_runs / list_steps."""
         idle = (
             service.target is not None
             and not service.dbg.stops
             and not service.dbg.active_runs
             and all(handle.done() for handle in service.launches)
         )
-        if idle:  # runs of the target start from start_run only: nothing can stop
-            return {
-                "outcome": "ended",
-                "hint": "no run is active; start one with start_run (list_runs shows the last)",
-            }
-        result = service.wait(max(0.0, min(float(timeout), 300.0)))
-        if result.stop is None:
-            data: dict[str, Any] = {"outcome": result.outcome}
-            if result.outcome == "ended":
-                data["hint"] = "no run is active; list_runs shows how the last runs ended"
-            return data
-        return {"outcome": "stopped", "stop": stop_report(service, result.stop.id)}
+        # runs of the target start from start_run only: when idle, nothing can stop
+        result = service.wait(0.0 if idle else max(0.0, min(float(timeout), 300.0)))
+        if result.stop is not None:
+            return {"outcome": "stopped", "stop": stop_report(service, result.stop.id)}
+        data: dict[str, Any] = {"outcome": result.outcome}
+        if result.run_id is not None:
+            data["run_id"] = result.run_id
+        if result.error is not None:
+            data["error"] = result.error.model_dump(mode="json")
+        if result.outcome != "timeout":
+            data["hint"] = _ENDED_HINTS[result.outcome if result.run_id else "none"]
+        return data
 
     @tool
     def status(offset: PageOffset = 0, limit: PageLimit = 100) -> dict[str, Any]:

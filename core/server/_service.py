@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
+from flowdbg._redact import redact_text
 from flowdbg._values import summarize
 from flowdbg.errors import BreakpointError, FlowdbgError, StopNotFound
 
@@ -348,12 +349,31 @@ class Service:
         return p.StopList(stops=[_stop(s) for s in rows], **paging)
 
     def wait(self, timeout: float) -> p.WaitResult:
-        """Wait up to ``timeout`` seconds for a stop (at once when one is open)."""
+        """Wait up to ``timeout`` seconds for a stop (at once when one is open); with none,
+        say whether runs go on (``timeout``) or how the last one ended (``ended``,
+        ``failed`` with its error, ``terminated``)."""
         stop = self.dbg.wait_for_stop(timeout)
         if stop is not None:
-            return p.WaitResult(stop=_stop(stop), outcome="stopped")
-        ended = not self.dbg.active_runs and not any(not h.done() for h in self.launches)
-        return p.WaitResult(stop=None, outcome="ended" if ended else "timeout")
+            return p.WaitResult(stop=_stop(stop), outcome="stopped", run_id=stop.location.run_id)
+        if self.dbg.active_runs or any(not h.done() for h in self.launches):
+            return p.WaitResult(stop=None, outcome="timeout")
+        return self.last_outcome()
+
+    def last_outcome(self) -> p.WaitResult:
+        """How the last top-level run of the debugger to end ended (``ended`` when none
+        has)."""
+        ended = [log.run for log in self.dbg.runs if log.run.ended_at is not None]
+        if not ended:
+            return p.WaitResult(stop=None, outcome="ended")
+        run = max(ended, key=lambda r: r.ended_at or 0.0)
+        if run.status == "failed":
+            error = None
+            if run.error is not None:
+                error = p.RunError(type=run.error.type, message=redact_text(run.error.message))
+            return p.WaitResult(stop=None, outcome="failed", run_id=run.run_id, error=error)
+        if run.status == "terminated":
+            return p.WaitResult(stop=None, outcome="terminated", run_id=run.run_id)
+        return p.WaitResult(stop=None, outcome="ended", run_id=run.run_id)
 
     def open_stop(self, stop_id: str) -> Stop:
         """The open stop ``stop_id``.

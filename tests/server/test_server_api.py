@@ -169,7 +169,12 @@ def test_terminate_ends_a_held_run(client: Any) -> None:
     started = client.post("/runs", json={"input": {"n": 1}}).json()
     _wait_stop(client)
     assert client.post("/terminate").json()["runs"] == [started["run_id"]]
-    assert client.post("/wait", params={"timeout": 10}).json()["outcome"] == "ended"
+    waited = client.post("/wait", params={"timeout": 10}).json()
+    assert (waited["outcome"], waited["run_id"], waited["error"]) == (
+        "terminated",
+        started["run_id"],
+        None,
+    )
     assert client.get("/status").json()["stops"] == []
     run = client.get(f"/records/runs/{started['run_id']}").json()
     assert run["status"] == "terminated"
@@ -301,13 +306,60 @@ def test_parallel_branches_are_held_and_edited_by_stop_id(dbg: flowdbg.Debugger)
     assert sorted(output["items"]) == ["L-left", "R-right"]
 
 
-def test_a_run_that_fails_says_why_in_its_record(client: Any) -> None:
-    started = client.post("/runs", json={"input": {"m": 1}})
+def test_a_run_that_fails_on_its_input_is_waited_for_as_failed(client: Any) -> None:
+    started = client.post("/runs", json={"input": {"m": 1}})  # node a reads n
     assert started.status_code == 201
-    assert client.post("/wait", params={"timeout": 10}).json()["outcome"] == "ended"
+    waited = client.post("/wait", params={"timeout": 10}).json()
+    assert waited["outcome"] == "failed" and waited["stop"] is None
+    assert waited["run_id"] == started.json()["run_id"]
+    assert waited["error"] == {"type": "KeyError", "message": "'n'"}
     run = client.get(f"/records/runs/{started.json()['run_id']}").json()
     assert run["status"] == "failed"
     assert run["error"]["type"] == "KeyError" and "'n'" in run["error"]["message"]
+
+
+def test_wait_tells_how_the_last_run_ended(dbg: flowdbg.Debugger) -> None:
+    import httpx
+
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    def charge(state: dict[str, Any]) -> dict[str, Any]:
+        if state["amount"] < 0:
+            raise ValueError(f"cannot charge {state['amount']} (api_key=sk-abcdef0123456789abcd)")
+        return {"charged": state["amount"]}
+
+    g = StateGraph(name="pay")
+    g.add_node("charge", charge)
+    g.set_entry_point("charge")
+    g.add_edge("charge", END)
+    with dbg.serve(target=g.compile()) as srv:
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        with httpx.Client(base_url=srv.base_url, headers=auth, timeout=30) as c:
+            assert c.post("/wait", params={"timeout": 0}).json() == {
+                "stop": None,
+                "outcome": "ended",  # nothing ran yet
+                "run_id": None,
+                "error": None,
+            }
+            bad = c.post("/runs", json={"input": {"amount": -5}}).json()["run_id"]
+            failed = c.post("/wait", params={"timeout": 10}).json()
+            assert (failed["outcome"], failed["run_id"]) == ("failed", bad)
+            assert failed["error"]["type"] == "ValueError"
+            assert failed["error"]["message"].startswith("cannot charge -5")
+            assert "sk-abcdef" not in failed["error"]["message"]  # redacted like events
+            # asked again, the answer stands until another run ends
+            assert c.post("/wait", params={"timeout": 0}).json()["outcome"] == "failed"
+            good = c.post("/runs", json={"input": {"amount": 5}}).json()["run_id"]
+            ended = c.post("/wait", params={"timeout": 10}).json()
+            assert (ended["outcome"], ended["run_id"], ended["error"]) == ("ended", good, None)
+            c.post("/breakpoints", json={"type": "before", "pattern": "charge"})
+            held = c.post("/runs", json={"input": {"amount": 1}}).json()["run_id"]
+            stopped = c.post("/wait", params={"timeout": 10}).json()
+            assert (stopped["outcome"], stopped["run_id"]) == ("stopped", held)
+            assert c.post("/wait", params={"timeout": 0}).json()["outcome"] == "stopped"
+            c.post("/terminate")
+            gone = c.post("/wait", params={"timeout": 10}).json()
+            assert (gone["outcome"], gone["run_id"]) == ("terminated", held)
 
 
 def test_a_stop_resumed_in_process_is_reported_as_resumed(

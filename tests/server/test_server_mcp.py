@@ -281,3 +281,43 @@ def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
     assert [b["pattern"] for b in bps["breakpoints"]] == ["a", "b"] and bps["next_offset"] == 2
     assert [b["pattern"] for b in bps_rest["breakpoints"]] == ["a"]
     assert bps_rest["next_offset"] is None
+
+
+def test_wait_for_stop_tells_how_the_last_run_ended(server: Any) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> list[dict[str, Any]]:
+        url = f"{server.base_url}/mcp?token={server.token}"
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+
+            async def call(name: str, **arguments: Any) -> dict[str, Any]:
+                result = await mcp.call_tool(name, arguments)
+                assert result.structured_content is not None, (name, result.content)
+                return dict(result.structured_content)
+
+            seen = [await call("wait_for_stop", timeout=0)]
+            await call("start_run", input={"m": 1})  # node a reads n: a KeyError
+            seen.append(await call("wait_for_stop", timeout=10))
+            await call("start_run", input={"n": 1})
+            seen.append(await call("wait_for_stop", timeout=10))
+            await call("set_breakpoint", pattern="b")
+            await call("start_run", input={"n": 1})
+            seen.append(await call("wait_for_stop", timeout=10))
+            await call("terminate")
+            seen.append(await call("wait_for_stop", timeout=10))
+            return seen
+
+    nothing, failed, completed, stopped, terminated = anyio.run(session)
+    assert nothing["outcome"] == "ended" and "start_run" in nothing["hint"]
+    assert failed["outcome"] == "failed"
+    assert failed["error"] == {"type": "KeyError", "message": "'n'"}
+    assert "list_steps" in failed["hint"]
+    assert completed["outcome"] == "ended" and "error" not in completed
+    assert completed["run_id"] != failed["run_id"]
+    assert stopped["outcome"] == "stopped"
+    assert terminated["outcome"] == "terminated"
+    assert terminated["run_id"] == stopped["stop"]["run_id"]

@@ -143,6 +143,11 @@ class Service:
         with self._lock:
             if self._clients or generation != self._generation:
                 return
+        self.release()
+
+    def release(self) -> list[Stop]:
+        """Resume every held stop because no client stayed connected, and publish a
+        ``released`` event naming them (none when nothing was held); returns them."""
         released = self.dbg.resume_all()
         if released:
             self.journal.publish(
@@ -152,6 +157,7 @@ class Service:
                     "reason": f"no client connected for {self.grace:g} s",
                 },
             )
+        return released
 
     # ------------------------------------------------------------------ info
 

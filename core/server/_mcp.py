@@ -18,6 +18,7 @@ from pydantic import Field
 from flowdbg._json import jsonable
 from flowdbg._paths import format_path, parse_path, split_view
 from flowdbg._values import short_repr, summarize
+from flowdbg._views import editable_now
 from flowdbg.errors import FlowdbgError
 
 from . import _protocol as p
@@ -183,7 +184,7 @@ def stop_report(service: Service, stop_id: str) -> dict[str, Any]:
     err = stop.error
     if err is not None:
         report["error"] = {"type": err.type, "message": err.message}
-    editable = stop._editable_here()
+    editable = editable_now(stop)
     report["editable"] = editable
     report["how_to_continue"] = _how(stop.id, loc.node, str(loc.position), editable)
     others = [s.id for s in service.dbg.stops if s.id != stop.id]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
 from flowdbg._redact import redact_text
 from flowdbg._values import summarize
+from flowdbg._views import run_dict, runs_diff_dict, step_dict
 from flowdbg.errors import BreakpointError, FlowdbgError, StopNotFound
 
 from . import _protocol as p
@@ -223,65 +224,36 @@ class Service:
         """
         dbg = self.dbg
         kind = None if req.kind is None else tuple(req.kind)
+        if req.type == "watch" and not req.path:
+            raise _bad("a watch needs the state path to watch: give 'path'")
+        if req.type == "log" and not req.message:
+            raise _bad("a logpoint needs a message template: give 'message'")
         common: dict[str, Any] = {"condition": req.condition, "strict": req.strict}
+        # what every type that stops takes (an event breakpoint has no hit count)
+        stops = {**common, "hit_condition": req.hit_condition, "temporary": req.temporary}
+        at_unit = {**stops, "kind": kind, "enabled": req.enabled}
+        make: dict[str, Callable[[], Breakpoint]] = {
+            "before": lambda: dbg.break_before(req.pattern, **at_unit),
+            "after": lambda: dbg.break_after(req.pattern, **at_unit),
+            "exception": lambda: dbg.break_on_exception(
+                *req.exception_types, node=req.pattern, **stops
+            ),
+            "watch": lambda: dbg.watch(req.path or "", node=req.pattern, **stops),
+            "tool": lambda: dbg.break_on_tool(req.pattern, args_pattern=req.args_pattern, **stops),
+            "handoff": lambda: dbg.break_on_handoff(req.pattern, **stops),
+            "event": lambda: dbg.break_on_event(req.pattern, kind=kind, **common),
+            "log": lambda: dbg.logpoint(
+                req.pattern,
+                req.message or "",
+                position=req.position,
+                hit_condition=req.hit_condition,
+                kind=kind,
+                **common,
+            ),
+        }
         with _WARNINGS, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if req.type in ("before", "after"):
-                add = dbg.break_before if req.type == "before" else dbg.break_after
-                bp = add(
-                    req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    kind=kind,
-                    enabled=req.enabled,
-                    **common,
-                )
-            elif req.type == "exception":
-                bp = dbg.break_on_exception(
-                    *req.exception_types,
-                    node=req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "watch":
-                if not req.path:
-                    raise _bad("a watch needs the state path to watch: give 'path'")
-                bp = dbg.watch(
-                    req.path,
-                    node=req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "tool":
-                bp = dbg.break_on_tool(
-                    req.pattern,
-                    args_pattern=req.args_pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "handoff":
-                bp = dbg.break_on_handoff(
-                    req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "event":
-                bp = dbg.break_on_event(req.pattern, kind=kind, **common)
-            else:
-                if not req.message:
-                    raise _bad("a logpoint needs a message template: give 'message'")
-                bp = dbg.logpoint(
-                    req.pattern,
-                    req.message,
-                    position=req.position,
-                    hit_condition=req.hit_condition,
-                    kind=kind,
-                    **common,
-                )
+            bp = make[req.type]()
         return p.BreakpointCreated(breakpoint=_bp(bp), warnings=[str(w.message) for w in caught])
 
     def _known(self, bp_id: str) -> None:
@@ -475,8 +447,6 @@ class Service:
         name: str | None = None,
     ) -> p.RunList:
         """Recorded top-level runs, newest first, a page at a time."""
-        from flowdbg.cli._runs import run_dict
-
         store = self._store()
         # one row past the page says whether another page follows
         rows = store.list_runs(status=status, name=name, limit=offset + limit + 1)
@@ -485,8 +455,6 @@ class Service:
 
     def recorded_run(self, run_id: str) -> schemas.RunDetail:
         """One recorded run with its input and output."""
-        from flowdbg.cli._runs import run_dict
-
         return schemas.RunDetail.model_validate(
             run_dict(self._store().get_run(run_id), values=True)
         )
@@ -501,8 +469,6 @@ class Service:
         node: str | None = None,
     ) -> p.StepList:
         """A page of a recorded run's steps (``from_step`` on, at most ``limit``)."""
-        from flowdbg.cli._runs import step_dict
-
         store = self._store()
         run = store.get_run(run_id)
         rows = store.get_steps(
@@ -548,26 +514,11 @@ class Service:
     ) -> schemas.RunsDiff:
         """Two recorded runs compared, as ``flowdbg runs diff --json`` shows them: per-node
         counts and times, and where they first diverge (path, outcome or state)."""
-        from flowdbg.cli._runs import _leftout_dict, run_dict
-
         store = self._store()
         a = store.get_run(run_a)
         b = store.get_run(run_b)
         result = store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
-        nodes = [
-            {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
-            for node in result.nodes
-        ]
-        first = result.first_divergence
-        return schemas.RunsDiff.model_validate(
-            {
-                "a": run_dict(a),
-                "b": run_dict(b),
-                "nodes": nodes,
-                "first_divergence": None if first is None else jsonable(first.to_dict()),
-                **_leftout_dict(result),
-            }
-        )
+        return schemas.RunsDiff.model_validate(runs_diff_dict(a, b, result))
 
 
 _T = TypeVar("_T")

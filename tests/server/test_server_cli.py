@@ -99,23 +99,15 @@ def test_debugger_serve_without_the_packages_raises_the_same(
     assert "flowdbg_no_such_package" in str(e.value) and "flowdbg[server]" in str(e.value)
 
 
-def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
+def _run_serve(tmp_path: Path, *breaks: str) -> subprocess.Popen[str]:
+    """``flowdbg run --serve`` of the quick start stopping at ``breaks``, its stdin a pipe."""
     env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "run.db"), "PYTHONUNBUFFERED": "1"}
     env["FLOWDBG_HISTORY"] = str(tmp_path / "history")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flowdbg.cli",
-            "run",
-            "examples/quickstart.py:build_graph()",
-            "--input",
-            '{"ticket": "refund please"}',
-            "-b",
-            "sign",
-            "--serve",
-            "--no-saved-breakpoints",
-        ],
+    target = ["examples/quickstart.py:build_graph()", "--input", '{"ticket": "refund please"}']
+    options = [arg for node in breaks for arg in ("-b", node)]
+    options += ["--serve", "--no-saved-breakpoints"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowdbg.cli", "run", *target, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -123,6 +115,10 @@ def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
         env=env,
         cwd=ROOT,
     )
+
+
+def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
+    proc = _run_serve(tmp_path, "sign")
     try:
         base, token, _ = _url(proc)
         with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
@@ -141,31 +137,7 @@ def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
 
 
 def test_run_serve_prompt_goes_on_when_a_client_resumes_its_stop(tmp_path: Path) -> None:
-    env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "run.db"), "PYTHONUNBUFFERED": "1"}
-    env["FLOWDBG_HISTORY"] = str(tmp_path / "history")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flowdbg.cli",
-            "run",
-            "examples/quickstart.py:build_graph()",
-            "--input",
-            '{"ticket": "refund please"}',
-            "-b",
-            "classify",
-            "-b",
-            "sign",
-            "--serve",
-            "--no-saved-breakpoints",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    )
+    proc = _run_serve(tmp_path, "classify", "sign")
     try:
         base, token, lines = _url(proc)
         assert proc.stdout is not None and proc.stdin is not None

@@ -7,8 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
@@ -244,36 +245,50 @@ def test_the_debug_server_serves_the_mcp_tools_over_http(server: Any) -> None:
     assert waited["stop"]["node"] == "b" and waited["stop"]["state"]["value"] == {"n": 2}
 
 
-def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
+_T = TypeVar("_T")
+Call = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def _over_http(server: Any, script: Callable[[Call], Awaitable[_T]]) -> _T:
+    """Run ``script`` with a ``call(tool, **arguments)`` on an MCP session over the debug
+    server's /mcp; each call's structured result is returned."""
     from mcp.client.streamable_http import streamable_http_client
 
-    for node in ("a", "b", "a"):
-        dbg.break_before(node)
-    app = dbg.attach(build_counter())
-    handles = [dbg.start(app.invoke, {"n": n}) for n in range(3)]
-    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
-
-    async def session() -> list[dict[str, Any]]:
+    async def session() -> _T:
         url = f"{server.base_url}/mcp?token={server.token}"
         async with (
             streamable_http_client(url) as (read, write),
             ClientSession(read, write) as mcp,
         ):
             await mcp.initialize()
-            pages = []
-            for name, args in (
-                ("status", {"limit": 2}),
-                ("status", {"offset": 2, "limit": 2}),
-                ("status", {}),
-                ("list_breakpoints", {"limit": 2}),
-                ("list_breakpoints", {"offset": 2, "limit": 2}),
-            ):
-                result = await mcp.call_tool(name, args)
-                assert result.structured_content is not None, name
-                pages.append(dict(result.structured_content))
-            return pages
 
-    first, rest, whole, bps, bps_rest = anyio.run(session)
+            async def call(name: str, **arguments: Any) -> dict[str, Any]:
+                result = await mcp.call_tool(name, arguments)
+                assert result.structured_content is not None, (name, result.content)
+                return dict(result.structured_content)
+
+            return await script(call)
+
+    return anyio.run(session)
+
+
+def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
+    for node in ("a", "b", "a"):
+        dbg.break_before(node)
+    app = dbg.attach(build_counter())
+    handles = [dbg.start(app.invoke, {"n": n}) for n in range(3)]
+    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
+
+    async def pages(call: Call) -> list[dict[str, Any]]:
+        return [
+            await call("status", limit=2),
+            await call("status", offset=2, limit=2),
+            await call("status"),
+            await call("list_breakpoints", limit=2),
+            await call("list_breakpoints", offset=2, limit=2),
+        ]
+
+    first, rest, whole, bps, bps_rest = _over_http(server, pages)
     dbg.terminate()
     for handle in handles:
         handle.exception(10)
@@ -287,34 +302,20 @@ def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
 
 
 def test_wait_for_stop_tells_how_the_last_run_ended(server: Any) -> None:
-    from mcp.client.streamable_http import streamable_http_client
+    async def outcomes(call: Call) -> list[dict[str, Any]]:
+        seen = [await call("wait_for_stop", timeout=0)]
+        await call("start_run", input={"m": 1})  # node a reads n: a KeyError
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("start_run", input={"n": 1})
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("set_breakpoint", pattern="b")
+        await call("start_run", input={"n": 1})
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("terminate")
+        seen.append(await call("wait_for_stop", timeout=10))
+        return seen
 
-    async def session() -> list[dict[str, Any]]:
-        url = f"{server.base_url}/mcp?token={server.token}"
-        async with (
-            streamable_http_client(url) as (read, write),
-            ClientSession(read, write) as mcp,
-        ):
-            await mcp.initialize()
-
-            async def call(name: str, **arguments: Any) -> dict[str, Any]:
-                result = await mcp.call_tool(name, arguments)
-                assert result.structured_content is not None, (name, result.content)
-                return dict(result.structured_content)
-
-            seen = [await call("wait_for_stop", timeout=0)]
-            await call("start_run", input={"m": 1})  # node a reads n: a KeyError
-            seen.append(await call("wait_for_stop", timeout=10))
-            await call("start_run", input={"n": 1})
-            seen.append(await call("wait_for_stop", timeout=10))
-            await call("set_breakpoint", pattern="b")
-            await call("start_run", input={"n": 1})
-            seen.append(await call("wait_for_stop", timeout=10))
-            await call("terminate")
-            seen.append(await call("wait_for_stop", timeout=10))
-            return seen
-
-    nothing, failed, completed, stopped, terminated = anyio.run(session)
+    nothing, failed, completed, stopped, terminated = _over_http(server, outcomes)
     assert nothing["outcome"] == "ended" and "start_run" in nothing["hint"]
     assert failed["outcome"] == "failed"
     assert failed["error"] == {"type": "KeyError", "message": "'n'"}

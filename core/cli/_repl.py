@@ -33,7 +33,6 @@ from flowdbg.errors import (
     PathError,
 )
 from flowdbg.events import Position
-from flowdbg.plugins import hookimpl
 
 from ._render import (
     Out,
@@ -162,12 +161,8 @@ class _SharedInput:
         self.reading = False
         self._thread = threading.Thread(target=self._work, name="flowdbg-repl-input", daemon=True)
         self._thread.start()
-        dbg.register_plugin(self)
-
-    @hookimpl
-    def flowdbg_on_resume(self, stop: Stop, action: str) -> None:
-        """Note every resume (this session's own too: they name stops it no longer waits at)."""
-        self._inbox.put(("resumed", stop.id, str(action)))
+        self._observer = _resume_observer(self._inbox)
+        dbg.register_plugin(self._observer)
 
     def _work(self) -> None:
         while True:
@@ -204,8 +199,22 @@ class _SharedInput:
     def close(self) -> None:
         """Stop observing the debugger; a read in progress is left to end with the process
         (a thread blocked on a terminal cannot be woken)."""
-        self._dbg.unregister_plugin(self)
+        self._dbg.unregister_plugin(self._observer)
         self._asks.put(None)
+
+
+def _resume_observer(inbox: queue.Queue[tuple[Any, ...]]) -> Any:
+    """A plugin putting ``("resumed", stop id, action)`` in ``inbox`` at every resume (the
+    session's own too: they name stops it no longer waits at). Made on demand: the plugin
+    machinery is not imported with the command line."""
+    from flowdbg.plugins import hookimpl
+
+    class ResumeObserver:
+        @hookimpl
+        def flowdbg_on_resume(self, stop: Stop, action: str) -> None:
+            inbox.put(("resumed", stop.id, str(action)))
+
+    return ResumeObserver()
 
 
 def _has_fileno(stream: object) -> bool:

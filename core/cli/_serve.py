@@ -104,6 +104,15 @@ def start_server(
 @break_option
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
 @disconnect_options
+@click.option(
+    "--rate",
+    type=click.FloatRange(min=0),
+    default=200.0,
+    show_default=True,
+    metavar="N",
+    help="requests a second a client may make before 429 (bursts of twice that; ten times "
+    "that for all clients together); 0: no limit",
+)
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record runs to the database")
 @click.pass_context
@@ -118,6 +127,7 @@ def serve_command(
     stop_on_entry: bool,
     on_disconnect: str,
     grace: float,
+    rate: float,
     db: str | None,
     no_record: bool,
 ) -> None:
@@ -156,6 +166,7 @@ def serve_command(
             on_disconnect=on_disconnect,
             grace=grace,
             allowed_hosts=allowed_hosts,
+            rate=rate or None,
         )
         try:
             with _interruptible() as wait:

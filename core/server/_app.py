@@ -27,7 +27,7 @@ from flowdbg.errors import (
 )
 
 from . import _protocol as p
-from ._security import Guard, RateLimit
+from ._security import TOTAL_RATES, ClientRates, Guard
 from ._service import (
     BREAKPOINTS_PAGE,
     STOPS_PAGE,
@@ -84,6 +84,7 @@ def make_app(
     hosts: set[str],
     max_body: int = 1 << 20,
     rate: float | None = 200.0,
+    total_rate: float | None = None,
     mcp: bool = True,
 ) -> Guard:
     """The guarded ASGI application serving ``service``.
@@ -92,8 +93,10 @@ def make_app(
     :param hosts: the ``Host`` header values accepted (the set may be filled in later, once
         the port is known).
     :param max_body: the largest request body accepted, in bytes.
-    :param rate: requests a second on average before ``429`` (bursts of twice that); ``None``
-        for no limit.
+    :param rate: requests a second a client (a connection) may make on average before ``429``
+        (bursts of twice that); ``None`` for no limit.
+    :param total_rate: requests a second for all clients together (ten times ``rate`` when
+        ``None``).
     :param mcp: also serve the MCP server over streamable HTTP at ``/mcp`` (when the ``mcp``
         package is installed).
     """
@@ -351,7 +354,7 @@ def make_app(
         token=token,
         hosts=hosts,
         max_body=max_body,
-        rate=None if rate is None else RateLimit(rate, max(1, int(rate * 2))),
+        rate=None if rate is None else ClientRates(rate, total_rate or rate * TOTAL_RATES),
     )
     return guard
 

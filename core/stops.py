@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowdbg._json import jsonable
 from flowdbg._redact import redact, redact_text
+from flowdbg._views import editable_now
 from flowdbg.errors import EditRefused, PathError
 from flowdbg.events import ErrorInfo, Location, Position
 
@@ -183,19 +184,6 @@ class Stop:
 
     # -- editing --
 
-    def _editable_here(self) -> str | None:
-        """:attr:`editable`, or ``None`` where the adapter refuses every edit (a tool call
-        seen through callbacks, say): its check is tried on the payload as it is."""
-        which = self.editable
-        unit = self._unit
-        if which is None or unit is None or unit.check_edit is None:
-            return which
-        try:
-            unit.check_edit(unit, which, getattr(self, which))
-        except EditRefused:
-            return None
-        return which
-
     def _refuse_view(self, name: str, path: str) -> EditRefused:
         """Why an edit of the view ``name`` (not the editable one) is refused, and what to edit."""
         which = self.view_name(name)
@@ -288,7 +276,7 @@ class Stop:
             "created_at": self.created_at,
             "default_view": self.default_view,
             "views": list(self.views),
-            "editable": self._editable_here(),
+            "editable": editable_now(self),
             "edited": self._edited,
         }
 

@@ -446,6 +446,7 @@ def debug_session(
     output: str | None = None,
     ref: str | None = None,
     start: Callable[[], RunHandle] | None = None,
+    shared: bool = False,
 ) -> int:
     """Attach ``dbg`` to ``target``, run it with ``value`` under the terminal debugger, then
     print the result, the run log summary and where the run was recorded.
@@ -459,6 +460,8 @@ def debug_session(
     :param output: a file to write the whole result to, as JSON.
     :param ref: the target as given (``app.py:graph``), recorded with the run.
     :param start: starts the run instead of the adapter's ``invoke`` with ``value`` (a fork).
+    :param shared: other clients drive ``dbg`` too (``--serve``): the prompt notices when one
+        resumes the stop it is shown for.
     :param stop_on_entry: whether ``dbg`` stops on entry (only for the message saying that
         nothing will stop).
     :returns: the exit code: 0 when the run completed, 1 when it failed or was terminated.
@@ -477,7 +480,7 @@ def debug_session(
     restored = [] if saved is None else saved.restore(dbg, out)
     run = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
     name = description.get("name") or type(target).__name__
-    session = Session(dbg, out, description=description, source=source)
+    session = Session(dbg, out, description=description, source=source, shared=shared)
     stopping = bool(dbg.breakpoints) or stop_on_entry
     count = len(node_names(description, nested=False))
     out.line(
@@ -874,6 +877,7 @@ def run_command(
                 saved=saved,
                 output=output,
                 ref=target,
+                shared=server is not None,
             )
     finally:
         dbg.close()

@@ -9,19 +9,12 @@ from typing import Any
 import click
 
 from flowdbg._json import jsonable, strict_json
+from flowdbg._views import iso
 
 __all__ = ["JSON_SCHEMA_VERSION", "emit_json", "envelope", "iso", "jsonable"]
 
 #: the version of the --json outputs' schemas (the database has its own: DB_SCHEMA_VERSION)
 JSON_SCHEMA_VERSION = 1
-
-
-def iso(timestamp: float | None) -> str | None:
-    """An epoch timestamp as an ISO 8601 UTC string (``2024-05-01T12:00:00.123456Z``)."""
-    if timestamp is None:
-        return None
-    moment = dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc)
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def envelope(command: str, data: Any) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def runs_fork(
             error = handle.exception(timeout=None)
             dbg.flush(timeout=30)
             assert handle.run_id is not None
-            from ._runs import run_dict, step_dict
+            from flowdbg._views import run_dict, step_dict
 
             run = store.get_run(handle.run_id)
             emit_json(
@@ -261,7 +261,7 @@ def runs_rerun(
             error = handle.exception(timeout=None)
             dbg.flush(timeout=30)
             assert handle.run_id is not None and handle.calls is not None
-            from ._runs import run_dict, step_dict
+            from flowdbg._views import run_dict, step_dict
 
             new = store.get_run(handle.run_id)
             calls = handle.calls

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # rich is imported when something is printed: --help stays fa
 from flowdbg._json import jsonable
 from flowdbg._redact import redact, redact_text
 from flowdbg._values import KeySummary, short_repr, to_plain
+from flowdbg._views import short_id
 
 __all__ = [
     "END_NAMES",
@@ -86,11 +87,6 @@ class Out:
         """Print several lines, each indented (redacted whole: a private key spans lines)."""
         for piece in redact_text(text).splitlines() or [""]:
             self.line(indent + piece)
-
-
-def short_id(run_id: str | None) -> str:
-    """The 8-character form of a run id shown in tables."""
-    return "-" if not run_id else run_id[:8]
 
 
 def local_time(timestamp: float | None, *, millis: bool = False) -> str:

@@ -13,13 +13,15 @@ import contextlib
 import fnmatch
 import json
 import os
+import queue
 import re
 import select
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from flowdbg._paths import parse_path, split_view
 from flowdbg._values import short_repr
@@ -129,6 +131,90 @@ class EchoSource:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class StopResumed(Exception):
+    """The stop the prompt was shown for was resumed by someone else (a client)."""
+
+    def __init__(self, stop_id: str, action: str) -> None:
+        super().__init__(f"{stop_id} was resumed ({action})")
+        self.stop_id = stop_id
+        self.action = action
+
+
+class _SharedInput:
+    """Reads command lines on a thread of its own, one when asked, so that the session can
+    wait for a line *or* the resume of its stop by another client, whichever comes first.
+
+    A line asked for and not read yet stays asked for: the next stop's prompt gets it. The
+    debugger's ``flowdbg_on_resume`` hook reports every resume; the session picks out its
+    stop's.
+    """
+
+    def __init__(self, source: LineSource, dbg: Debugger) -> None:
+        self._source = source
+        self._dbg = dbg
+        # ("line", text or None) from the reader, ("resumed", stop id, action) from the hook
+        self._inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._asks: queue.Queue[str | None] = queue.Queue()
+        #: whether a line has been asked for and not read yet
+        self.reading = False
+        self._thread = threading.Thread(target=self._work, name="flowdbg-repl-input", daemon=True)
+        self._thread.start()
+        self._observer = _resume_observer(self._inbox)
+        dbg.register_plugin(self._observer)
+
+    def _work(self) -> None:
+        while True:
+            prompt = self._asks.get()
+            if prompt is None:
+                return
+            try:
+                line = self._source.read(prompt)
+            except BaseException as exc:  # handed to the session's thread
+                self._inbox.put(("error", exc))
+                return
+            self._inbox.put(("line", line))
+            if line is None:
+                return
+
+    def read(self, prompt: str, stop_id: str) -> str | None:
+        """The next line, or :class:`StopResumed` when ``stop_id`` resumes first (its resume
+        is in the inbox even when it came before this call: the hook was registered before
+        any run started)."""
+        if not self.reading:
+            self.reading = True
+            self._asks.put(prompt)
+        while True:
+            item = self._inbox.get()
+            if item[0] == "line":
+                self.reading = False
+                return cast("str | None", item[1])
+            if item[0] == "error":
+                self.reading = False
+                raise item[1]
+            if item[1] == stop_id:
+                raise StopResumed(stop_id, item[2])
+
+    def close(self) -> None:
+        """Stop observing the debugger; a read in progress is left to end with the process
+        (a thread blocked on a terminal cannot be woken)."""
+        self._dbg.unregister_plugin(self._observer)
+        self._asks.put(None)
+
+
+def _resume_observer(inbox: queue.Queue[tuple[Any, ...]]) -> Any:
+    """A plugin putting ``("resumed", stop id, action)`` in ``inbox`` at every resume (the
+    session's own too: they name stops it no longer waits at). Made on demand: the plugin
+    machinery is not imported with the command line."""
+    from flowdbg.plugins import hookimpl
+
+    class ResumeObserver:
+        @hookimpl
+        def flowdbg_on_resume(self, stop: Stop, action: str) -> None:
+            inbox.put(("resumed", stop.id, str(action)))
+
+    return ResumeObserver()
 
 
 def _has_fileno(stream: object) -> bool:
@@ -338,12 +424,16 @@ class Session:
         *,
         description: Mapping[str, Any] | None = None,
         source: LineSource | None = None,
+        shared: bool = False,
     ) -> None:
         self.dbg = dbg
         self.out = out
         self.description = description or {}
         self.nodes = node_names(self.description)
         self.source: LineSource = source or stdin_source(out, self.complete)
+        #: commands are read on a thread of their own, so that the prompt notices a stop
+        #: that another client (the debug server's) resumed; ``None`` when not shared
+        self._shared = _SharedInput(self.source, dbg) if shared else None
         self._shown: set[str] = set()
         #: what ``display`` shows at every stop, in order
         self._displays: list[str] = []
@@ -357,10 +447,21 @@ class Session:
         try:
             return self._loop()
         finally:
+            if self._shared is not None:
+                self._shared.close()
             self.source.close()
+
+    def _read(self, stop: Stop) -> str | None:
+        """The next command line at ``stop`` (``None`` at end of input); in a shared session,
+        :class:`StopResumed` when a client resumed ``stop`` first."""
+        if self._shared is None:
+            return self.source.read(PROMPT)
+        return self._shared.read(PROMPT, stop.id)
 
     def _note_unread(self) -> None:
         """Say so when piped commands were never read because nothing stopped to read them."""
+        if self._shared is not None and self._shared.reading:
+            return  # the reader thread is in the middle of a read: it cannot be read beside
         unread = getattr(self.source, "unread", None)
         left = unread() if unread is not None else []
         if left:
@@ -392,11 +493,18 @@ class Session:
                 return Outcome.ENDED
             if stop.id not in self._shown:
                 self.show_stop(stop)
+                if self._shared is not None and self._shared.reading and self.source.interactive:
+                    self.out.console.print(PROMPT, end="")  # the pending read's scrolled up
             try:
-                line = self.source.read(PROMPT)
+                line = self._read(stop)
             except KeyboardInterrupt:
                 self.out.line("")
                 self.out.line("(type c to continue, q to quit)")
+                continue
+            except StopResumed as resumed:
+                if self.source.interactive:
+                    self.out.line("")  # off the prompt line
+                self.out.line(f"{resumed.stop_id} was resumed by a client ({resumed.action})")
                 continue
             if line is None:
                 self._end_of_input()

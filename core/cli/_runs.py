@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # rich is imported when something is printed: --help stays fa
 
 from flowdbg._paths import get_path
 from flowdbg._values import summarize
+from flowdbg._views import error_dict, leftout_dict, run_dict, runs_diff_dict, step_dict
 from flowdbg.records import RUN_STATUSES
 
 from ._app import CliError, _db_hint, db_label, db_option, json_option, resolve_db
@@ -101,45 +102,6 @@ def _epoch(moment: dt.datetime | None) -> float | None:
     return None if moment is None else moment.timestamp()
 
 
-def _error_dict(error: Any) -> dict[str, Any] | None:
-    if error is None:
-        return None
-    if hasattr(error, "to_dict"):
-        return dict(error.to_dict())
-    return dict(error)
-
-
-def run_dict(run: RunRecord, *, values: bool = False) -> dict[str, Any]:
-    """A run as the ``--json`` outputs show it (schema ``#/$defs/run``)."""
-    data: dict[str, Any] = {
-        "run_id": run.run_id,
-        "short_id": short_id(run.run_id),
-        "name": run.name,
-        "framework": run.framework,
-        "status": run.status,
-        "parent_run_id": run.parent_run_id,
-        "root_run_id": run.root_run_id,
-        "parent_step": run.parent_step,
-        "path": list(run.path),
-        "started_at": iso(run.started_at or None),
-        "ended_at": iso(run.ended_at),
-        "duration": run.duration,
-        "steps": run.step_count,
-        "error": _error_dict(run.error),
-        "tags": dict(run.tags or {}),
-        "pid": run.pid,
-        "host": run.host,
-        "target": run.target,
-        "origin": run.origin,
-        "forked_from": run.forked_from,
-        "fork_step": run.fork_step,
-    }
-    if values:
-        data["input"] = jsonable(run.input)
-        data["output"] = jsonable(run.output)
-    return data
-
-
 def made_from(run: RunRecord, *, full: bool = False) -> str:
     """``fork of 3f2a91c0 at step 6`` (``rerun of ...``, ``rewind of ...``), or ``""``."""
     if run.forked_from is None:
@@ -147,33 +109,6 @@ def made_from(run: RunRecord, *, full: bool = False) -> str:
     source = run.forked_from if full else short_id(run.forked_from)
     at = "" if run.fork_step is None or run.origin == "rerun" else f" at step {run.fork_step}"
     return f"{run.origin or 'fork'} of {source}{at}"
-
-
-def step_dict(step: StepRecord, *, values: bool = False) -> dict[str, Any]:
-    """A step as the ``--json`` outputs show it (schema ``#/$defs/step``)."""
-    data: dict[str, Any] = {
-        "run_id": step.run_id,
-        "step": step.step,
-        "node": step.node,
-        "kind": step.kind,
-        "path": list(step.path),
-        "status": step.status,
-        "started_at": iso(step.started_at or None),
-        "ended_at": iso(step.ended_at),
-        "duration": step.duration,
-        "superstep": step.superstep,
-        "branch": step.branch,
-        "attempt": step.attempt,
-        "decision": jsonable(step.decision),
-        "error": _error_dict(step.error),
-        "partial": bool(step.partial),
-        "child_run_id": step.child_run_id,
-        "cached": bool(step.cached),
-    }
-    if values:
-        data["input"] = jsonable(step.input)
-        data["output"] = jsonable(step.output)
-    return data
 
 
 def _status(status: str) -> Text:
@@ -596,24 +531,11 @@ def runs_diff(
             _diff_steps(ctx, a, b, steps, ignore, strict, as_json)
             return
         result = ctx.store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
-        nodes = [
-            {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
-            for node in result.nodes
-        ]
-        divergence = result.first_divergence
-        first = None if divergence is None else jsonable(divergence.to_dict())
+        data = runs_diff_dict(a, b, result)
         if as_json:
-            emit_json(
-                "runs diff",
-                {
-                    "a": run_dict(a),
-                    "b": run_dict(b),
-                    "nodes": nodes,
-                    "first_divergence": first,
-                    **_leftout_dict(result),
-                },
-            )
+            emit_json("runs diff", data)
             return
+        nodes, first = data["nodes"], data["first_divergence"]
         _warn(result.warnings)
         out = Out()
         runs: list[list[str | Text]] = []
@@ -654,16 +576,6 @@ def runs_diff(
         else:
             out.line(f"first divergence ({first['kind']}): {first['detail']}", style="bold")
         _ignored_line(out, result.ignored)
-
-
-def _leftout_dict(result: Any) -> dict[str, Any]:
-    """The ``ignored``, ``ignore``, ``strict`` and ``warnings`` of a diff, for ``--json``."""
-    return {
-        "ignored": [item.to_dict() for item in result.ignored],
-        "ignore": list(result.ignore),
-        "strict": result.strict,
-        "warnings": list(result.warnings),
-    }
 
 
 def _warn(warnings: Sequence[str]) -> None:
@@ -726,7 +638,7 @@ def _diff_steps(
                         for change in result.changes
                     ],
                 },
-                **_leftout_dict(result),
+                **leftout_dict(result),
             },
         )
         return
@@ -835,7 +747,7 @@ def _replay_events(
             event["duration"] = step.duration
             event["decision"] = jsonable(step.decision)
         if kind == "error":
-            event["error"] = _error_dict(step.error)
+            event["error"] = error_dict(step.error)
         events.append(event)
     return events
 

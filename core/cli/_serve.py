@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -48,6 +51,26 @@ def server_options(fn: Any) -> Any:
     )(fn)
 
 
+def disconnect_options(fn: Any) -> Any:
+    """``--on-disconnect`` and ``--grace``: what happens to held runs when the clients go."""
+    fn = click.option(
+        "--grace",
+        type=click.FloatRange(min=0),
+        default=60.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="how long held runs wait for a client to come back",
+    )(fn)
+    return click.option(
+        "--on-disconnect",
+        type=click.Choice(["resume", "keep"]),
+        default="resume",
+        show_default=True,
+        help="when the clients go while runs are held (the last event-stream client, or the "
+        "MCP client closing stdio): resume them after --grace seconds, or keep them held",
+    )(fn)
+
+
 def start_server(
     dbg: Any,
     *,
@@ -80,21 +103,15 @@ def start_server(
 @server_options
 @break_option
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
+@disconnect_options
 @click.option(
-    "--on-disconnect",
-    type=click.Choice(["resume", "keep"]),
-    default="resume",
-    show_default=True,
-    help="when the last event-stream client goes while runs are held: resume them after "
-    "--grace seconds, or keep them held",
-)
-@click.option(
-    "--grace",
+    "--rate",
     type=click.FloatRange(min=0),
-    default=60.0,
+    default=200.0,
     show_default=True,
-    metavar="SECONDS",
-    help="how long held runs wait for a client to come back",
+    metavar="N",
+    help="requests a second a client may make before 429 (bursts of twice that; ten times "
+    "that for all clients together); 0: no limit",
 )
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record runs to the database")
@@ -110,6 +127,7 @@ def serve_command(
     stop_on_entry: bool,
     on_disconnect: str,
     grace: float,
+    rate: float,
     db: str | None,
     no_record: bool,
 ) -> None:
@@ -148,32 +166,49 @@ def serve_command(
             on_disconnect=on_disconnect,
             grace=grace,
             allowed_hosts=allowed_hosts,
+            rate=rate or None,
         )
         try:
-            _wait_for_interrupt()
+            with _interruptible() as wait:
+                wait(None)
+            click.echo("stopped serving")
         finally:
             server.close()
     finally:
         dbg.close()
 
 
-def _wait_for_interrupt() -> None:
-    """Block the main thread until Ctrl-C (or SIGTERM)."""
+@contextlib.contextmanager
+def _interruptible() -> Iterator[Callable[[float | None], bool]]:
+    """SIGTERM handled like Ctrl-C while inside; yields ``wait(timeout)``, which blocks the
+    main thread until Ctrl-C or SIGTERM (``True``) or for ``timeout`` seconds (``False``;
+    ``None`` waits for ever). A signal that came before ``wait`` is not lost."""
     import signal
 
     done = threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread() and os.name != "nt":
         previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
+
+    def wait(timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                # short waits: Ctrl-C is only seen between them
+                left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                if done.wait(left):
+                    return True
+        except KeyboardInterrupt:
+            done.set()
+            return True
+
     try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        yield wait
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    click.echo("stopped serving")
 
 
 @click.command("mcp", context_settings=_CONTEXT)
@@ -182,15 +217,25 @@ def _wait_for_interrupt() -> None:
     metavar="TARGET",
     help="the program the agent debugs (path/to/file.py:obj); without it, recorded runs only",
 )
+@disconnect_options
 @db_option
 @click.option("--no-record", is_flag=True, help="do not record runs to the database")
 @click.pass_context
-def mcp_command(ctx: click.Context, target: str | None, db: str | None, no_record: bool) -> None:
+def mcp_command(
+    ctx: click.Context,
+    target: str | None,
+    on_disconnect: str,
+    grace: float,
+    db: str | None,
+    no_record: bool,
+) -> None:
     """An MCP server on stdio: lets a coding agent debug TARGET.
 
     The agent sets breakpoints, starts runs, waits for stops, reads and edits state, steps,
     resumes, and reads recorded runs, with the tools this server lists. Configure it in an MCP
-    client as {"command": "flowdbg", "args": ["mcp", "--target", "app.py:graph"]}. Needs
+    client as {"command": "flowdbg", "args": ["mcp", "--target", "app.py:graph"]}. When the
+    client closes stdio while runs are held, they are resumed after --grace seconds (or kept
+    held until this process is stopped, with --on-disconnect keep). Needs
     pip install 'flowdbg[server]'. See docs/mcp.md.
     """
     from flowdbg.server import require
@@ -208,6 +253,48 @@ def mcp_command(ctx: click.Context, target: str | None, db: str | None, no_recor
     try:
         obj = None if target is None else load_target(target, dbg)
         service = Service(dbg, obj, target_name=target)
+        service.on_disconnect = on_disconnect
+        service.grace = grace
         make_mcp_server(service).run("stdio")
+        _stdio_closed(service)
     finally:
         dbg.close()
+
+
+def _stdio_closed(service: Any) -> None:
+    """The MCP client closed stdio: runs still held or going on follow the disconnect policy.
+
+    No client can come back over stdio, so after the grace period the held stops are released
+    (a ``released`` event, and a line on stderr, the client's log) and so is every stop
+    after them, until the runs end. With ``keep`` they stay held until the process is stopped.
+    """
+    dbg = service.dbg
+    if not dbg.stops and not dbg.active_runs and all(h.done() for h in service.launches):
+        return
+    held = ", ".join(s.id for s in dbg.stops)
+    what = f"{held} held" if held else "runs going on"
+    with _interruptible() as wait:
+        if service.on_disconnect == "keep":
+            _say(
+                f"the MCP client disconnected with {what}; they stay held until this process "
+                "is stopped (--on-disconnect keep)"
+            )
+            wait(None)
+            return
+        _say(
+            f"the MCP client disconnected with {what}; resuming what is held in "
+            f"{service.grace:g} s (--grace), then running on to the end"
+        )
+        if wait(service.grace):
+            return  # stopped: closing the debugger terminates the runs
+    while True:
+        released = service.release()
+        if released:
+            ids = ", ".join(stop.id for stop in released)
+            _say(f"released {ids}: no client connected for {service.grace:g} s")
+        if dbg.wait_for_stop(None) is None:
+            return
+
+
+def _say(message: str) -> None:
+    click.echo(f"flowdbg mcp: {message}", err=True)

@@ -76,7 +76,10 @@ class DebugServer:
         for this server's port), for a server reached through a name of its own (a
         non-loopback ``host``'s clients send the machine's name or address).
     :param max_body: the largest request body accepted, in bytes.
-    :param rate: requests a second (on average) before ``429``; ``None``: no limit.
+    :param rate: requests a second a client (a connection) may make on average before
+        ``429`` (bursts of twice that); ``None``: no limit.
+    :param total_rate: requests a second for all clients together (``None``: ten times
+        ``rate``).
     :param on_disconnect: when the last event-stream (WebSocket) client disconnects while
         branches are held: ``"resume"`` (the default) lets them go after ``grace`` seconds
         unless a client reconnects (a ``released`` event says so), ``"keep"`` holds them.
@@ -97,6 +100,7 @@ class DebugServer:
         allowed_hosts: tuple[str, ...] = (),
         max_body: int = 1 << 20,
         rate: float | None = 200.0,
+        total_rate: float | None = None,
         on_disconnect: str = "resume",
         grace: float = 60.0,
     ) -> None:
@@ -111,6 +115,11 @@ class DebugServer:
                 "could drive the debugged program; give a token of your own too "
                 "(--token or token=...), or bind to 127.0.0.1"
             )
+        for name, value in (("rate", rate), ("total_rate", total_rate)):
+            if value is not None and value <= 0:
+                raise ServerError(
+                    f"{name} must be requests a second (above 0) or None, not {value!r}"
+                )
         if token is not None and len(token) < 16:
             raise ServerError("the token must be at least 16 characters; use a random one")
         from ._app import make_app
@@ -125,7 +134,12 @@ class DebugServer:
         self._allowed = tuple(h.lower() for h in allowed_hosts)
         self._port = port
         self.app = make_app(
-            self.service, token=self.token, hosts=self._hosts, max_body=max_body, rate=rate
+            self.service,
+            token=self.token,
+            hosts=self._hosts,
+            max_body=max_body,
+            rate=rate,
+            total_rate=total_rate,
         )
         self._server: Any = None
         self._thread: threading.Thread | None = None

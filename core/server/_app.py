@@ -27,8 +27,15 @@ from flowdbg.errors import (
 )
 
 from . import _protocol as p
-from ._security import Guard, RateLimit
-from ._service import BreakpointNotFound, NoRecording, NoTarget, Service
+from ._security import TOTAL_RATES, ClientRates, Guard
+from ._service import (
+    BREAKPOINTS_PAGE,
+    STOPS_PAGE,
+    BreakpointNotFound,
+    NoRecording,
+    NoTarget,
+    Service,
+)
 
 __all__ = ["error_status", "make_app"]
 
@@ -45,6 +52,12 @@ _ERRORS: dict[int, str] = {
 _RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": p.ErrorBody, "description": text} for code, text in _ERRORS.items()
 }
+
+# the paging parameters of every route that lists (stops, breakpoints, recorded runs)
+Offset = Annotated[
+    int, Query(ge=0, le=1_000_000, description="items to skip: the last page's next_offset")
+]
+Limit = Annotated[int, Query(ge=1, le=500, description="the most items in the page")]
 
 
 def error_status(exc: FlowdbgError) -> int:
@@ -71,6 +84,7 @@ def make_app(
     hosts: set[str],
     max_body: int = 1 << 20,
     rate: float | None = 200.0,
+    total_rate: float | None = None,
     mcp: bool = True,
 ) -> Guard:
     """The guarded ASGI application serving ``service``.
@@ -79,8 +93,10 @@ def make_app(
     :param hosts: the ``Host`` header values accepted (the set may be filled in later, once
         the port is known).
     :param max_body: the largest request body accepted, in bytes.
-    :param rate: requests a second on average before ``429`` (bursts of twice that); ``None``
-        for no limit.
+    :param rate: requests a second a client (a connection) may make on average before ``429``
+        (bursts of twice that); ``None`` for no limit.
+    :param total_rate: requests a second for all clients together (ten times ``rate`` when
+        ``None``).
     :param mcp: also serve the MCP server over streamable HTTP at ``/mcp`` (when the ``mcp``
         package is installed).
     """
@@ -163,9 +179,9 @@ def make_app(
     # ---------------------------------------------------------------- breakpoints
 
     @app.get("/breakpoints", response_model=p.BreakpointList, tags=["breakpoints"])
-    def list_breakpoints() -> p.BreakpointList:
-        """The breakpoints, in the order they were set."""
-        return service.breakpoints()
+    def list_breakpoints(offset: Offset = 0, limit: Limit = BREAKPOINTS_PAGE) -> p.BreakpointList:
+        """A page of the breakpoints, in the order they were set."""
+        return service.breakpoints(offset=offset, limit=limit)
 
     @app.post(
         "/breakpoints", response_model=p.BreakpointCreated, status_code=201, tags=["breakpoints"]
@@ -210,9 +226,9 @@ def make_app(
     # ---------------------------------------------------------------------- stops
 
     @app.get("/stops", response_model=p.StopList, tags=["stops"])
-    def list_stops() -> p.StopList:
-        """The open stops, oldest first, with their values."""
-        return service.stops()
+    def list_stops(offset: Offset = 0, limit: Limit = STOPS_PAGE) -> p.StopList:
+        """A page of the open stops, oldest first, with their values."""
+        return service.stops(offset=offset, limit=limit)
 
     @app.post("/wait", response_model=p.WaitResult, tags=["stops"])
     def wait(
@@ -277,8 +293,8 @@ def make_app(
 
     @app.get("/records/runs", response_model=p.RunList, tags=["records"])
     def recorded_runs(
-        offset: int = Query(0, ge=0, le=1_000_000),
-        limit: int = Query(50, ge=1, le=500),
+        offset: Offset = 0,
+        limit: Limit = 50,
         status: str | None = Query(None, max_length=20),
         name: str | None = Query(None, max_length=200, description="a glob of run names"),
     ) -> p.RunList:
@@ -338,7 +354,7 @@ def make_app(
         token=token,
         hosts=hosts,
         max_body=max_body,
-        rate=None if rate is None else RateLimit(rate, max(1, int(rate * 2))),
+        rate=None if rate is None else ClientRates(rate, total_rate or rate * TOTAL_RATES),
     )
     return guard
 

@@ -18,9 +18,11 @@ from pydantic import Field
 from flowdbg._json import jsonable
 from flowdbg._paths import format_path, parse_path, split_view
 from flowdbg._values import short_repr, summarize
+from flowdbg._views import editable_now
 from flowdbg.errors import FlowdbgError
 
 from . import _protocol as p
+from ._service import paginate
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -33,6 +35,8 @@ __all__ = ["INSTRUCTIONS", "make_mcp_server", "value_view"]
 VALUE_LIMIT = 2000
 #: rows of a summarized list
 LIST_ROWS = 20
+#: the most items a listing tool returns at once
+PAGE_MOST = 100
 
 INSTRUCTIONS = """\
 flowdbg is a debugger for agent and workflow graphs (LangGraph, LlamaIndex Workflows, OpenAI
@@ -52,7 +56,8 @@ A typical session:
    evaluate runs a sandboxed expression ("len(messages)"); diff shows what the unit changed.
 6. resume(stop_id, action): "continue" to the next breakpoint, "step_over" to the next unit,
    "step_into" into subgraphs and calls, "step_out" to the enclosing graph.
-7. wait_for_stop again, until it reports outcome "ended".
+7. wait_for_stop again, until no run is active: outcome "ended" (the run completed), "failed"
+   (it raised: the error's type and message) or "terminated".
 Recorded runs stay readable after they end: list_runs, list_steps, get_run_state.
 Every edit takes plain JSON; nothing you send is executed as code."""
 
@@ -70,6 +75,10 @@ StopPath = Annotated[
     ),
 ]
 RunId = Annotated[str, Field(description="a recorded run's id (or a unique prefix of 4+ chars)")]
+PageOffset = Annotated[
+    int, Field(description="items to skip: the next_offset of the previous page (0: the first)")
+]
+PageLimit = Annotated[int, Field(description=f"the most items to return (up to {PAGE_MOST})")]
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -84,6 +93,11 @@ def _tool_errors(fn: _F) -> _F:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
     return call  # type: ignore[return-value]
+
+
+def _clamp(offset: int, limit: int) -> tuple[int, int]:
+    """An agent's ``offset`` and ``limit`` brought within what a page can be."""
+    return max(0, offset), max(1, min(limit, PAGE_MOST))
 
 
 def _child_path(path: str, key: Any) -> str:
@@ -170,13 +184,22 @@ def stop_report(service: Service, stop_id: str) -> dict[str, Any]:
     err = stop.error
     if err is not None:
         report["error"] = {"type": err.type, "message": err.message}
-    editable = stop._editable_here()
+    editable = editable_now(stop)
     report["editable"] = editable
     report["how_to_continue"] = _how(stop.id, loc.node, str(loc.position), editable)
     others = [s.id for s in service.dbg.stops if s.id != stop.id]
     if others:
         report["other_open_stops"] = others
     return report
+
+
+_ENDED_HINTS = {
+    "none": "no run is active; start one with start_run",
+    "ended": "no run is active; the last one completed: list_steps(run_id) shows its steps",
+    "failed": "no run is active; the last one failed with error: list_steps(run_id) shows "
+    "the step that raised",
+    "terminated": "no run is active; the last one was terminated",
+}
 
 
 def _how(stop_id: str, node: str, position: str, editable: str | None) -> str:
@@ -248,9 +271,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.add_breakpoint(req).model_dump(mode="json")
 
     @tool
-    def list_breakpoints() -> dict[str, Any]:
-        """The breakpoints set, with their ids and hit counts."""
-        return service.breakpoints().model_dump(mode="json")
+    def list_breakpoints(offset: PageOffset = 0, limit: PageLimit = 100) -> dict[str, Any]:
+        """The breakpoints set, in the order they were set, with their ids and hit counts.
+        A page at a time: when next_offset is not null, call again with offset=next_offset."""
+        offset, limit = _clamp(offset, limit)
+        return service.breakpoints(offset=offset, limit=limit).model_dump(mode="json")
 
     @tool
     def remove_breakpoint(breakpoint_id: str) -> dict[str, Any]:
@@ -273,32 +298,36 @@ def make_mcp_server(service: Service) -> MCPServer:
         """Block until a run is held at a breakpoint or step (returns at once if one already
         is), until every run has ended, or until `timeout` seconds pass. Returns outcome
         "stopped" with the stop (stop_id, reason, node, position, the state and the unit's
-        input/output with paths, how to continue), "ended" (nothing runs: read the results
-        with list_runs / list_steps), or "timeout" (still running: call again)."""
+        input/output with paths, how to continue); "timeout" (still running: call again); or,
+        when no run is active, how the last run ended: "ended" (it completed, or none ran),
+        "failed" (it raised: error has the exception's type and message) or "terminated".
+        Read the results with list_runs / list_steps."""
         idle = (
             service.target is not None
             and not service.dbg.stops
             and not service.dbg.active_runs
             and all(handle.done() for handle in service.launches)
         )
-        if idle:  # runs of the target start from start_run only: nothing can stop
-            return {
-                "outcome": "ended",
-                "hint": "no run is active; start one with start_run (list_runs shows the last)",
-            }
-        result = service.wait(max(0.0, min(float(timeout), 300.0)))
-        if result.stop is None:
-            data: dict[str, Any] = {"outcome": result.outcome}
-            if result.outcome == "ended":
-                data["hint"] = "no run is active; list_runs shows how the last runs ended"
-            return data
-        return {"outcome": "stopped", "stop": stop_report(service, result.stop.id)}
+        # runs of the target start from start_run only: when idle, nothing can stop
+        result = service.wait(0.0 if idle else max(0.0, min(float(timeout), 300.0)))
+        if result.stop is not None:
+            return {"outcome": "stopped", "stop": stop_report(service, result.stop.id)}
+        data: dict[str, Any] = {"outcome": result.outcome}
+        if result.run_id is not None:
+            data["run_id"] = result.run_id
+        if result.error is not None:
+            data["error"] = result.error.model_dump(mode="json")
+        if result.outcome != "timeout":
+            data["hint"] = _ENDED_HINTS[result.outcome if result.run_id else "none"]
+        return data
 
     @tool
-    def status() -> dict[str, Any]:
-        """The debugger's state (idle, running, stopped), the open stops' ids and locations,
-        the active runs and the units running now."""
+    def status(offset: PageOffset = 0, limit: PageLimit = 100) -> dict[str, Any]:
+        """The debugger's state (idle, running, stopped), the open stops' ids and locations
+        (oldest first, a page at a time: when next_offset is not null, call again with
+        offset=next_offset), the active runs and the units running now."""
         st = service.status()
+        stops, paging = paginate(st.stops, *_clamp(offset, limit))
         return {
             "state": st.state,
             "stops": [
@@ -308,8 +337,9 @@ def make_mcp_server(service: Service) -> MCPServer:
                     "node": s.location.node,
                     "position": s.location.position,
                 }
-                for s in st.stops
+                for s in stops
             ],
+            "next_offset": paging["next_offset"],
             "runs": st.runs,
             "running": [u.model_dump(mode="json") for u in st.running],
         }
@@ -381,10 +411,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.terminate().model_dump(mode="json")
 
     @tool
-    def list_runs(limit: int = 10, offset: int = 0) -> dict[str, Any]:
+    def list_runs(limit: PageLimit = 10, offset: PageOffset = 0) -> dict[str, Any]:
         """Recorded runs, newest first: id, status (completed, failed, terminated...), name,
-        number of steps, error. Page with offset."""
-        page = service.recorded_runs(offset=max(0, offset), limit=max(1, min(limit, 100)))
+        number of steps, error. Page with offset (next_offset)."""
+        offset, limit = _clamp(offset, limit)
+        page = service.recorded_runs(offset=offset, limit=limit)
         return {
             "runs": [
                 {

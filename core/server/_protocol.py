@@ -7,8 +7,9 @@ objects that the command line already prints as JSON reuse its models
 (:mod:`flowdbg.schemas`: ``Stop``, ``DebuggerStatus``, ``BreakpointInfo``, ``Run``, ``Step``).
 
 :data:`PROTOCOL_VERSION` changes when a change is not compatible (a field removed or renamed,
-a meaning changed); adding a field or an event type is compatible, so a client must ignore
-what it does not know. Importing this module needs pydantic only.
+a meaning changed); adding a field, an event type or a value of an enumeration (a wait outcome)
+is compatible, so a client must ignore what it does not know. Importing this module needs
+pydantic only.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ __all__ = [
     "EventType",
     "Hello",
     "KeyRow",
+    "Page",
     "PathRequest",
     "RecordedState",
     "ResumeResult",
+    "RunError",
     "RunList",
     "RunStarted",
     "ServerInfo",
@@ -162,8 +165,16 @@ class BreakpointCreated(_Response):
     )
 
 
-class BreakpointList(_Response):
-    """The breakpoints, in the order they were set."""
+class Page(_Response):
+    """Where a page of a list is: pass ``next_offset`` as ``offset`` for the next one."""
+
+    offset: int = Field(description="how many items come before this page")
+    limit: int = Field(description="the most items a page holds")
+    next_offset: int | None = Field(description="null: this is the last page")
+
+
+class BreakpointList(Page):
+    """A page of the breakpoints, in the order they were set."""
 
     breakpoints: list[schemas.BreakpointInfo]
 
@@ -187,13 +198,10 @@ class RunStarted(_Response):
     launch: int = Field(description="this server's number for the launch (GET /launches/N)")
 
 
-class RunList(_Response):
+class RunList(Page):
     """A page of recorded runs, newest first."""
 
     runs: list[schemas.Run]
-    offset: int
-    limit: int
-    next_offset: int | None = Field(description="null: this is the last page")
 
 
 class StepList(_Response):
@@ -227,19 +235,37 @@ class StopBrief(_Response):
     message: str | None
 
 
-class StopList(_Response):
-    """The open stops, oldest first."""
+class StopList(Page):
+    """A page of the open stops, oldest first."""
 
     stops: list[schemas.Stop]
 
 
+class RunError(_Response):
+    """Why a run failed: the exception's type name and message (secrets redacted)."""
+
+    type: str
+    message: str
+
+
 class WaitResult(_Response):
-    """``POST /wait``: the stop, or why there is none."""
+    """``POST /wait``: the stop, or why there is none.
+
+    ``ended``, ``failed`` and ``terminated`` all mean that no run is active and nothing is
+    stopped; they tell how the last top-level run to end ended. Outcomes may be added: a
+    client should read any outcome other than ``stopped`` and ``timeout`` as "no run is active".
+    """
 
     stop: schemas.Stop | None
-    outcome: Literal["stopped", "timeout", "ended"] = Field(
-        description="ended: every run has ended and nothing is stopped"
+    outcome: Literal["stopped", "timeout", "ended", "failed", "terminated"] = Field(
+        description="stopped: a branch is held (stop); timeout: runs go on; ended: every run "
+        "has ended and the last one completed (or none ran); failed: the last one raised "
+        "(error); terminated: the last one was terminated"
     )
+    run_id: str | None = Field(
+        default=None, description="the run the outcome is about: the stop's, or the last to end"
+    )
+    error: RunError | None = Field(default=None, description="why the run failed (failed)")
 
 
 class PathRequest(_Request):

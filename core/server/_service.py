@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
+from flowdbg._redact import redact_text
 from flowdbg._values import summarize
+from flowdbg._views import run_dict, runs_diff_dict, step_dict
 from flowdbg.errors import BreakpointError, FlowdbgError, StopNotFound
 
 from . import _protocol as p
@@ -27,7 +30,21 @@ if TYPE_CHECKING:
     from flowdbg.stops import Stop
     from flowdbg.store import Store
 
-__all__ = ["BreakpointNotFound", "NoRecording", "NoTarget", "RunNotStarted", "Service"]
+__all__ = [
+    "BREAKPOINTS_PAGE",
+    "STOPS_PAGE",
+    "BreakpointNotFound",
+    "NoRecording",
+    "NoTarget",
+    "RunNotStarted",
+    "Service",
+    "paginate",
+]
+
+#: the default page sizes of ``GET /stops`` and ``GET /breakpoints``: more than a session
+#: usually holds, so a client that does not page still sees every one
+STOPS_PAGE = 100
+BREAKPOINTS_PAGE = 500
 
 # warnings.catch_warnings changes process-wide state: one caller at a time
 _WARNINGS = threading.Lock()
@@ -127,6 +144,11 @@ class Service:
         with self._lock:
             if self._clients or generation != self._generation:
                 return
+        self.release()
+
+    def release(self) -> list[Stop]:
+        """Resume every held stop because no client stayed connected, and publish a
+        ``released`` event naming them (none when nothing was held); returns them."""
         released = self.dbg.resume_all()
         if released:
             self.journal.publish(
@@ -136,6 +158,7 @@ class Service:
                     "reason": f"no client connected for {self.grace:g} s",
                 },
             )
+        return released
 
     # ------------------------------------------------------------------ info
 
@@ -187,9 +210,10 @@ class Service:
 
     # ----------------------------------------------------------- breakpoints
 
-    def breakpoints(self) -> p.BreakpointList:
-        """The breakpoints, in the order they were set."""
-        return p.BreakpointList(breakpoints=[_bp(bp) for bp in self.dbg.breakpoints])
+    def breakpoints(self, *, offset: int = 0, limit: int = BREAKPOINTS_PAGE) -> p.BreakpointList:
+        """A page of the breakpoints, in the order they were set."""
+        rows, paging = paginate(self.dbg.breakpoints, offset, limit)
+        return p.BreakpointList(breakpoints=[_bp(bp) for bp in rows], **paging)
 
     def add_breakpoint(self, req: p.BreakpointCreate) -> p.BreakpointCreated:
         """Set a breakpoint.
@@ -200,65 +224,36 @@ class Service:
         """
         dbg = self.dbg
         kind = None if req.kind is None else tuple(req.kind)
+        if req.type == "watch" and not req.path:
+            raise _bad("a watch needs the state path to watch: give 'path'")
+        if req.type == "log" and not req.message:
+            raise _bad("a logpoint needs a message template: give 'message'")
         common: dict[str, Any] = {"condition": req.condition, "strict": req.strict}
+        # what every type that stops takes (an event breakpoint has no hit count)
+        stops = {**common, "hit_condition": req.hit_condition, "temporary": req.temporary}
+        at_unit = {**stops, "kind": kind, "enabled": req.enabled}
+        make: dict[str, Callable[[], Breakpoint]] = {
+            "before": lambda: dbg.break_before(req.pattern, **at_unit),
+            "after": lambda: dbg.break_after(req.pattern, **at_unit),
+            "exception": lambda: dbg.break_on_exception(
+                *req.exception_types, node=req.pattern, **stops
+            ),
+            "watch": lambda: dbg.watch(req.path or "", node=req.pattern, **stops),
+            "tool": lambda: dbg.break_on_tool(req.pattern, args_pattern=req.args_pattern, **stops),
+            "handoff": lambda: dbg.break_on_handoff(req.pattern, **stops),
+            "event": lambda: dbg.break_on_event(req.pattern, kind=kind, **common),
+            "log": lambda: dbg.logpoint(
+                req.pattern,
+                req.message or "",
+                position=req.position,
+                hit_condition=req.hit_condition,
+                kind=kind,
+                **common,
+            ),
+        }
         with _WARNINGS, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if req.type in ("before", "after"):
-                add = dbg.break_before if req.type == "before" else dbg.break_after
-                bp = add(
-                    req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    kind=kind,
-                    enabled=req.enabled,
-                    **common,
-                )
-            elif req.type == "exception":
-                bp = dbg.break_on_exception(
-                    *req.exception_types,
-                    node=req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "watch":
-                if not req.path:
-                    raise _bad("a watch needs the state path to watch: give 'path'")
-                bp = dbg.watch(
-                    req.path,
-                    node=req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "tool":
-                bp = dbg.break_on_tool(
-                    req.pattern,
-                    args_pattern=req.args_pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "handoff":
-                bp = dbg.break_on_handoff(
-                    req.pattern,
-                    hit_condition=req.hit_condition,
-                    temporary=req.temporary,
-                    **common,
-                )
-            elif req.type == "event":
-                bp = dbg.break_on_event(req.pattern, kind=kind, **common)
-            else:
-                if not req.message:
-                    raise _bad("a logpoint needs a message template: give 'message'")
-                bp = dbg.logpoint(
-                    req.pattern,
-                    req.message,
-                    position=req.position,
-                    hit_condition=req.hit_condition,
-                    kind=kind,
-                    **common,
-                )
+            bp = make[req.type]()
         return p.BreakpointCreated(breakpoint=_bp(bp), warnings=[str(w.message) for w in caught])
 
     def _known(self, bp_id: str) -> None:
@@ -326,17 +321,37 @@ class Service:
 
     # ----------------------------------------------------------------- stops
 
-    def stops(self) -> p.StopList:
-        """The open stops, oldest first."""
-        return p.StopList(stops=[_stop(s) for s in self.dbg.stops])
+    def stops(self, *, offset: int = 0, limit: int = STOPS_PAGE) -> p.StopList:
+        """A page of the open stops, oldest first."""
+        rows, paging = paginate(self.dbg.stops, offset, limit)
+        return p.StopList(stops=[_stop(s) for s in rows], **paging)
 
     def wait(self, timeout: float) -> p.WaitResult:
-        """Wait up to ``timeout`` seconds for a stop (at once when one is open)."""
+        """Wait up to ``timeout`` seconds for a stop (at once when one is open); with none,
+        say whether runs go on (``timeout``) or how the last one ended (``ended``,
+        ``failed`` with its error, ``terminated``)."""
         stop = self.dbg.wait_for_stop(timeout)
         if stop is not None:
-            return p.WaitResult(stop=_stop(stop), outcome="stopped")
-        ended = not self.dbg.active_runs and not any(not h.done() for h in self.launches)
-        return p.WaitResult(stop=None, outcome="ended" if ended else "timeout")
+            return p.WaitResult(stop=_stop(stop), outcome="stopped", run_id=stop.location.run_id)
+        if self.dbg.active_runs or any(not h.done() for h in self.launches):
+            return p.WaitResult(stop=None, outcome="timeout")
+        return self.last_outcome()
+
+    def last_outcome(self) -> p.WaitResult:
+        """How the last top-level run of the debugger to end ended (``ended`` when none
+        has)."""
+        ended = [log.run for log in self.dbg.runs if log.run.ended_at is not None]
+        if not ended:
+            return p.WaitResult(stop=None, outcome="ended")
+        run = max(ended, key=lambda r: r.ended_at or 0.0)
+        if run.status == "failed":
+            error = None
+            if run.error is not None:
+                error = p.RunError(type=run.error.type, message=redact_text(run.error.message))
+            return p.WaitResult(stop=None, outcome="failed", run_id=run.run_id, error=error)
+        if run.status == "terminated":
+            return p.WaitResult(stop=None, outcome="terminated", run_id=run.run_id)
+        return p.WaitResult(stop=None, outcome="ended", run_id=run.run_id)
 
     def open_stop(self, stop_id: str) -> Stop:
         """The open stop ``stop_id``.
@@ -432,23 +447,14 @@ class Service:
         name: str | None = None,
     ) -> p.RunList:
         """Recorded top-level runs, newest first, a page at a time."""
-        from flowdbg.cli._runs import run_dict
-
         store = self._store()
+        # one row past the page says whether another page follows
         rows = store.list_runs(status=status, name=name, limit=offset + limit + 1)
-        page = rows[offset : offset + limit]
-        more = len(rows) > offset + limit
-        return p.RunList(
-            runs=[schemas.Run.model_validate(run_dict(r)) for r in page],
-            offset=offset,
-            limit=limit,
-            next_offset=offset + limit if more else None,
-        )
+        page, paging = paginate(rows, offset, limit)
+        return p.RunList(runs=[schemas.Run.model_validate(run_dict(r)) for r in page], **paging)
 
     def recorded_run(self, run_id: str) -> schemas.RunDetail:
         """One recorded run with its input and output."""
-        from flowdbg.cli._runs import run_dict
-
         return schemas.RunDetail.model_validate(
             run_dict(self._store().get_run(run_id), values=True)
         )
@@ -463,8 +469,6 @@ class Service:
         node: str | None = None,
     ) -> p.StepList:
         """A page of a recorded run's steps (``from_step`` on, at most ``limit``)."""
-        from flowdbg.cli._runs import step_dict
-
         store = self._store()
         run = store.get_run(run_id)
         rows = store.get_steps(
@@ -510,26 +514,22 @@ class Service:
     ) -> schemas.RunsDiff:
         """Two recorded runs compared, as ``flowdbg runs diff --json`` shows them: per-node
         counts and times, and where they first diverge (path, outcome or state)."""
-        from flowdbg.cli._runs import _leftout_dict, run_dict
-
         store = self._store()
         a = store.get_run(run_a)
         b = store.get_run(run_b)
         result = store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
-        nodes = [
-            {**jsonable(node.to_dict()), "delta": node.total_b - node.total_a}
-            for node in result.nodes
-        ]
-        first = result.first_divergence
-        return schemas.RunsDiff.model_validate(
-            {
-                "a": run_dict(a),
-                "b": run_dict(b),
-                "nodes": nodes,
-                "first_divergence": None if first is None else jsonable(first.to_dict()),
-                **_leftout_dict(result),
-            }
-        )
+        return schemas.RunsDiff.model_validate(runs_diff_dict(a, b, result))
+
+
+_T = TypeVar("_T")
+
+
+def paginate(items: Sequence[_T], offset: int, limit: int) -> tuple[list[_T], dict[str, Any]]:
+    """``items[offset:offset + limit]`` and the :class:`~flowdbg.server._protocol.Page` fields
+    that say where it is (``next_offset`` is ``None`` on the last page)."""
+    end = offset + limit
+    paging = {"offset": offset, "limit": limit, "next_offset": end if len(items) > end else None}
+    return list(items[offset:end]), paging
 
 
 _NO_TARGET = (

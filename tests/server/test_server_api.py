@@ -169,7 +169,12 @@ def test_terminate_ends_a_held_run(client: Any) -> None:
     started = client.post("/runs", json={"input": {"n": 1}}).json()
     _wait_stop(client)
     assert client.post("/terminate").json()["runs"] == [started["run_id"]]
-    assert client.post("/wait", params={"timeout": 10}).json()["outcome"] == "ended"
+    waited = client.post("/wait", params={"timeout": 10}).json()
+    assert (waited["outcome"], waited["run_id"], waited["error"]) == (
+        "terminated",
+        started["run_id"],
+        None,
+    )
     assert client.get("/status").json()["stops"] == []
     run = client.get(f"/records/runs/{started['run_id']}").json()
     assert run["status"] == "terminated"
@@ -196,6 +201,32 @@ def test_recorded_runs_and_steps_are_paginated(client: Any, dbg: flowdbg.Debugge
     assert state["value"] == 1 and state["keys"][0]["written_by"] == {"step": 1, "node": "a"}
     missing = client.get("/records/runs/ffffffff")
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "RunNotFound"
+
+
+def test_open_stops_and_breakpoints_are_paginated(client: Any, dbg: flowdbg.Debugger) -> None:
+    for node in ("a", "b", "a"):  # three breakpoints; the runs stop at the first, before a
+        client.post("/breakpoints", json={"type": "before", "pattern": node})
+    for n in range(3):
+        client.post("/runs", json={"input": {"n": n}})
+    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
+    everything = client.get("/stops").json()
+    assert len(everything["stops"]) == 3 and everything["next_offset"] is None
+    assert everything["limit"] == 100  # the default: every stop of a usual session
+    first = client.get("/stops", params={"limit": 2}).json()
+    rest = client.get("/stops", params={"offset": first["next_offset"], "limit": 2}).json()
+    assert (first["next_offset"], rest["offset"], rest["next_offset"]) == (2, 2, None)
+    paged = [s["id"] for s in first["stops"] + rest["stops"]]
+    assert paged == [s["id"] for s in everything["stops"]] == [s.id for s in dbg.stops]
+    bps = client.get("/breakpoints", params={"limit": 2}).json()
+    assert [b["pattern"] for b in bps["breakpoints"]] == ["a", "b"] and bps["next_offset"] == 2
+    tail = client.get("/breakpoints", params={"offset": 2}).json()
+    assert [b["pattern"] for b in tail["breakpoints"]] == ["a"] and tail["next_offset"] is None
+    assert len(client.get("/breakpoints").json()["breakpoints"]) == 3
+    for bad in ({"limit": 0}, {"limit": 501}, {"offset": -1}):
+        refused = client.get("/stops", params=bad)
+        assert refused.status_code == 422, bad
+        assert refused.json()["error"]["type"] == "InvalidRequest"
+    client.post("/terminate")
 
 
 def test_a_server_without_target_cannot_start_runs(tmp_path: Any) -> None:
@@ -275,13 +306,60 @@ def test_parallel_branches_are_held_and_edited_by_stop_id(dbg: flowdbg.Debugger)
     assert sorted(output["items"]) == ["L-left", "R-right"]
 
 
-def test_a_run_that_fails_says_why_in_its_record(client: Any) -> None:
-    started = client.post("/runs", json={"input": {"m": 1}})
+def test_a_run_that_fails_on_its_input_is_waited_for_as_failed(client: Any) -> None:
+    started = client.post("/runs", json={"input": {"m": 1}})  # node a reads n
     assert started.status_code == 201
-    assert client.post("/wait", params={"timeout": 10}).json()["outcome"] == "ended"
+    waited = client.post("/wait", params={"timeout": 10}).json()
+    assert waited["outcome"] == "failed" and waited["stop"] is None
+    assert waited["run_id"] == started.json()["run_id"]
+    assert waited["error"] == {"type": "KeyError", "message": "'n'"}
     run = client.get(f"/records/runs/{started.json()['run_id']}").json()
     assert run["status"] == "failed"
     assert run["error"]["type"] == "KeyError" and "'n'" in run["error"]["message"]
+
+
+def test_wait_tells_how_the_last_run_ended(dbg: flowdbg.Debugger) -> None:
+    import httpx
+
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    def charge(state: dict[str, Any]) -> dict[str, Any]:
+        if state["amount"] < 0:
+            raise ValueError(f"cannot charge {state['amount']} (api_key=sk-abcdef0123456789abcd)")
+        return {"charged": state["amount"]}
+
+    g = StateGraph(name="pay")
+    g.add_node("charge", charge)
+    g.set_entry_point("charge")
+    g.add_edge("charge", END)
+    with dbg.serve(target=g.compile()) as srv:
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        with httpx.Client(base_url=srv.base_url, headers=auth, timeout=30) as c:
+            assert c.post("/wait", params={"timeout": 0}).json() == {
+                "stop": None,
+                "outcome": "ended",  # nothing ran yet
+                "run_id": None,
+                "error": None,
+            }
+            bad = c.post("/runs", json={"input": {"amount": -5}}).json()["run_id"]
+            failed = c.post("/wait", params={"timeout": 10}).json()
+            assert (failed["outcome"], failed["run_id"]) == ("failed", bad)
+            assert failed["error"]["type"] == "ValueError"
+            assert failed["error"]["message"].startswith("cannot charge -5")
+            assert "sk-abcdef" not in failed["error"]["message"]  # redacted like events
+            # asked again, the answer stands until another run ends
+            assert c.post("/wait", params={"timeout": 0}).json()["outcome"] == "failed"
+            good = c.post("/runs", json={"input": {"amount": 5}}).json()["run_id"]
+            ended = c.post("/wait", params={"timeout": 10}).json()
+            assert (ended["outcome"], ended["run_id"], ended["error"]) == ("ended", good, None)
+            c.post("/breakpoints", json={"type": "before", "pattern": "charge"})
+            held = c.post("/runs", json={"input": {"amount": 1}}).json()["run_id"]
+            stopped = c.post("/wait", params={"timeout": 10}).json()
+            assert (stopped["outcome"], stopped["run_id"]) == ("stopped", held)
+            assert c.post("/wait", params={"timeout": 0}).json()["outcome"] == "stopped"
+            c.post("/terminate")
+            gone = c.post("/wait", params={"timeout": 10}).json()
+            assert (gone["outcome"], gone["run_id"]) == ("terminated", held)
 
 
 def test_a_stop_resumed_in_process_is_reported_as_resumed(

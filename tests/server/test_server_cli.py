@@ -99,23 +99,15 @@ def test_debugger_serve_without_the_packages_raises_the_same(
     assert "flowdbg_no_such_package" in str(e.value) and "flowdbg[server]" in str(e.value)
 
 
-def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
+def _run_serve(tmp_path: Path, *breaks: str) -> subprocess.Popen[str]:
+    """``flowdbg run --serve`` of the quick start stopping at ``breaks``, its stdin a pipe."""
     env = {**os.environ, "FLOWDBG_DB": str(tmp_path / "run.db"), "PYTHONUNBUFFERED": "1"}
     env["FLOWDBG_HISTORY"] = str(tmp_path / "history")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "flowdbg.cli",
-            "run",
-            "examples/quickstart.py:build_graph()",
-            "--input",
-            '{"ticket": "refund please"}',
-            "-b",
-            "sign",
-            "--serve",
-            "--no-saved-breakpoints",
-        ],
+    target = ["examples/quickstart.py:build_graph()", "--input", '{"ticket": "refund please"}']
+    options = [arg for node in breaks for arg in ("-b", node)]
+    options += ["--serve", "--no-saved-breakpoints"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowdbg.cli", "run", *target, *options],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -123,6 +115,10 @@ def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
         env=env,
         cwd=ROOT,
     )
+
+
+def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
+    proc = _run_serve(tmp_path, "sign")
     try:
         base, token, _ = _url(proc)
         with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
@@ -138,3 +134,39 @@ def test_run_serve_serves_the_terminal_session(tmp_path: Path) -> None:
             proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "completed" in out
+
+
+def test_run_serve_prompt_goes_on_when_a_client_resumes_its_stop(tmp_path: Path) -> None:
+    proc = _run_serve(tmp_path, "classify", "sign")
+    try:
+        base, token, lines = _url(proc)
+        assert proc.stdout is not None and proc.stdin is not None
+
+        def read_until(text: str) -> None:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                lines.append(line)
+                if text in line:
+                    return
+            raise AssertionError(f"{text!r} never printed: {''.join(lines)}")
+
+        read_until("stop-1: breakpoint [bp-1] at before node 'classify'")
+        with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
+            # the terminal waits at its prompt for stop-1: a client lets it go
+            assert c.post("/stops/stop-1/continue").status_code == 200
+            read_until("stop-1 was resumed by a client (continue)")
+            read_until("stop-2: breakpoint [bp-2] at before node 'sign'")
+        # the prompt is the next stop's: a command typed now acts there
+        proc.stdin.write("set reply = 'edited at the terminal'\nc\n")
+        proc.stdin.flush()
+        out, err = proc.communicate(timeout=60)
+        lines.append(out)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    text = "".join(lines)
+    assert text.index("resumed by a client") < text.index("stop-2:")
+    assert "(flowdbg) set reply = 'edited at the terminal'" in text
+    assert "run completed" in text
+    assert '"reply": "edited at the terminal -- Support team"' in text

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
@@ -14,9 +17,11 @@ import pytest
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 
+from conftest import build_counter  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+import flowdbg  # noqa: E402
 from flowdbg.server._mcp import VALUE_LIMIT, value_view  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,3 +243,211 @@ def test_the_debug_server_serves_the_mcp_tools_over_http(server: Any) -> None:
     names, waited = anyio.run(session)
     assert "wait_for_stop" in names
     assert waited["stop"]["node"] == "b" and waited["stop"]["state"]["value"] == {"n": 2}
+
+
+_T = TypeVar("_T")
+Call = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def _over_http(server: Any, script: Callable[[Call], Awaitable[_T]]) -> _T:
+    """Run ``script`` with a ``call(tool, **arguments)`` on an MCP session over the debug
+    server's /mcp; each call's structured result is returned."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> _T:
+        url = f"{server.base_url}/mcp?token={server.token}"
+        async with (
+            streamable_http_client(url) as (read, write),
+            ClientSession(read, write) as mcp,
+        ):
+            await mcp.initialize()
+
+            async def call(name: str, **arguments: Any) -> dict[str, Any]:
+                result = await mcp.call_tool(name, arguments)
+                assert result.structured_content is not None, (name, result.content)
+                return dict(result.structured_content)
+
+            return await script(call)
+
+    return anyio.run(session)
+
+
+def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:
+    for node in ("a", "b", "a"):
+        dbg.break_before(node)
+    app = dbg.attach(build_counter())
+    handles = [dbg.start(app.invoke, {"n": n}) for n in range(3)]
+    assert len(dbg.wait_for_stops(3, timeout=30)) == 3
+
+    async def pages(call: Call) -> list[dict[str, Any]]:
+        return [
+            await call("status", limit=2),
+            await call("status", offset=2, limit=2),
+            await call("status"),
+            await call("list_breakpoints", limit=2),
+            await call("list_breakpoints", offset=2, limit=2),
+        ]
+
+    first, rest, whole, bps, bps_rest = _over_http(server, pages)
+    dbg.terminate()
+    for handle in handles:
+        handle.exception(10)
+    assert [s["stop_id"] for s in first["stops"]] == ["stop-1", "stop-2"]
+    assert first["next_offset"] == 2
+    assert [s["stop_id"] for s in rest["stops"]] == ["stop-3"] and rest["next_offset"] is None
+    assert len(whole["stops"]) == 3 and whole["next_offset"] is None
+    assert [b["pattern"] for b in bps["breakpoints"]] == ["a", "b"] and bps["next_offset"] == 2
+    assert [b["pattern"] for b in bps_rest["breakpoints"]] == ["a"]
+    assert bps_rest["next_offset"] is None
+
+
+def test_wait_for_stop_tells_how_the_last_run_ended(server: Any) -> None:
+    async def outcomes(call: Call) -> list[dict[str, Any]]:
+        seen = [await call("wait_for_stop", timeout=0)]
+        await call("start_run", input={"m": 1})  # node a reads n: a KeyError
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("start_run", input={"n": 1})
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("set_breakpoint", pattern="b")
+        await call("start_run", input={"n": 1})
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("terminate")
+        seen.append(await call("wait_for_stop", timeout=10))
+        return seen
+
+    nothing, failed, completed, stopped, terminated = _over_http(server, outcomes)
+    assert nothing["outcome"] == "ended" and "start_run" in nothing["hint"]
+    assert failed["outcome"] == "failed"
+    assert failed["error"] == {"type": "KeyError", "message": "'n'"}
+    assert "list_steps" in failed["hint"]
+    assert completed["outcome"] == "ended" and "error" not in completed
+    assert completed["run_id"] != failed["run_id"]
+    assert stopped["outcome"] == "stopped"
+    assert terminated["outcome"] == "terminated"
+    assert terminated["run_id"] == stopped["stop"]["run_id"]
+
+
+class _RawClient:
+    """``flowdbg mcp`` in a subprocess spoken to in JSON-RPC lines, so that the test closes its
+    stdin itself (the SDK's client also ends the process when it leaves)."""
+
+    def __init__(self, tmp_path: Path, *options: str) -> None:
+        (tmp_path / "refunds.py").write_text(REFUNDS, encoding="utf-8")
+        self.db = tmp_path / "mcp.db"
+        env = {**os.environ, "FLOWDBG_DB": str(self.db), "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "flowdbg.cli",
+                "mcp",
+                "--target",
+                "refunds.py:build()",
+                *options,
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+        )
+        self._id = 0
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._id += 1
+        self._send({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:  # notifications (logs) may come first
+            answer = json.loads(line)
+            if answer.get("id") == self._id:
+                assert "error" not in answer, answer
+                return dict(answer["result"])
+        raise AssertionError(f"flowdbg mcp ended: {self.proc.stderr.read()}")  # type: ignore[union-attr]
+
+    def tool(self, name: str, **arguments: Any) -> dict[str, Any]:
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        assert not result.get("isError"), result
+        return dict(result["structuredContent"])
+
+    def close_stdin(self) -> None:
+        """Close stdin: the client disconnects."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.stdin = None  # closed: communicate() must not flush it
+
+    def end(self, timeout: float = 60) -> tuple[int, str]:
+        """Wait for the process to end (killed when it does not): its code and stderr."""
+        try:
+            _, err = self.proc.communicate(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.communicate(timeout=30)
+        return self.proc.returncode, err
+
+
+def _hold_a_refund(client: _RawClient) -> str:
+    client.tool("set_breakpoint", pattern="triage", type="after")
+    client.tool("set_breakpoint", pattern="auto_refund", type="before")
+    client.tool("start_run", input={"amount": 900})
+    waited = client.tool("wait_for_stop", timeout=30)
+    assert waited["outcome"] == "stopped" and waited["stop"]["node"] == "triage"
+    return str(waited["stop"]["run_id"])
+
+
+def test_a_stdio_client_that_disconnects_lets_held_runs_go_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    client = _RawClient(tmp_path, "--grace", "0.2")
+    try:
+        run_id = _hold_a_refund(client)
+        client.close_stdin()
+    finally:
+        code, err = client.end()
+    assert code == 0, err
+    assert "the MCP client disconnected with stop-1 held" in err
+    assert "resuming what is held in 0.2 s (--grace)" in err
+    # the stop held then, and the breakpoint the run reached after it, with no client left
+    assert "released stop-1: no client connected for 0.2 s" in err
+    assert "released stop-2: no client connected for 0.2 s" in err
+    with flowdbg.Debugger(db=client.db) as dbg:
+        assert dbg.store is not None
+        run = dbg.store.get_run(run_id)
+        steps = [s.node for s in dbg.store.get_steps(run.run_id)]
+    assert run.status == "completed"
+    assert steps == ["intake", "triage", "auto_refund"]
+
+
+def test_with_keep_a_stdio_disconnect_holds_runs_until_the_process_is_stopped(
+    tmp_path: Path,
+) -> None:
+    client = _RawClient(tmp_path, "--on-disconnect", "keep", "--grace", "0")
+    try:
+        run_id = _hold_a_refund(client)
+        assert client.proc.stderr is not None
+        client.close_stdin()
+        told = next(line for line in client.proc.stderr if "disconnected" in line)
+        assert "disconnected with stop-1 held; they stay held until this process is" in told
+        assert client.proc.poll() is None  # still holding, past its grace of 0 s
+        client.proc.send_signal(signal.SIGTERM)
+    finally:
+        code, err = client.end()
+    assert code == 0, err
+    with flowdbg.Debugger(db=client.db) as dbg:
+        assert dbg.store is not None
+        assert dbg.store.get_run(run_id).status == "terminated"

@@ -152,13 +152,40 @@ def test_expressions_and_edits_at_a_stop_run_no_code(client: Any) -> None:
     client.post("/terminate")
 
 
-def test_too_many_requests_are_refused(dbg: flowdbg.Debugger) -> None:
-    # one request in a burst, then one every 100 s
-    with dbg.serve(rate=0.01) as srv:
+def test_a_client_over_its_rate_is_refused_and_the_others_go_on(dbg: flowdbg.Debugger) -> None:
+    # a client may make one request in a burst, then one every 100 s
+    with (
+        dbg.serve(rate=0.01, total_rate=1000) as srv,
+        httpx.Client(base_url=srv.base_url, params={"token": srv.token}) as greedy,
+        httpx.Client(base_url=srv.base_url, params={"token": srv.token}) as other,
+    ):
+        codes = [greedy.get("/status").status_code for _ in range(3)]
+        refused = greedy.get("/status")
+        assert other.get("/status").status_code == 200  # its own budget
+        assert other.get("/status").status_code == 429
+    assert codes == [200, 429, 429]
+    error = refused.json()["error"]
+    assert error["type"] == "TooManyRequests"
+    assert "more than 0.01 requests a second from this client (127.0.0.1:" in error["message"]
+    assert "slow down and retry in" in error["message"]
+    assert 1 <= int(refused.headers["retry-after"]) <= 100
+
+
+def test_all_clients_together_meet_the_server_wide_rate(dbg: flowdbg.Debugger) -> None:
+    # a request on a new connection each time is a new client: the server's limit holds it
+    with dbg.serve(rate=1000, total_rate=0.01) as srv:
         codes = [httpx.get(srv.url).status_code for _ in range(3)]
         refused = httpx.get(srv.url)
     assert codes == [200, 429, 429]
-    assert refused.json()["error"]["type"] == "TooManyRequests"
+    assert (
+        "more than 0.01 requests a second to this server in all"
+        in (refused.json()["error"]["message"])
+    )
+
+
+def test_a_rate_must_be_above_zero(dbg: flowdbg.Debugger) -> None:
+    with pytest.raises(flowdbg.server.ServerError, match="rate must be requests a second"):
+        dbg.serve(rate=0)
 
 
 def test_a_name_of_ones_own_can_be_allowed(dbg: flowdbg.Debugger) -> None:

@@ -701,7 +701,7 @@ def divergence(
             cut = forked.ended_at if forked.ended_at is not None else forked.started_at
             rows_a = [row for row in rows_a if row.step.started_at >= cut]
     edited: list[str] = []
-    if origin == "fork" and from_step:
+    if origin in ("fork", "rewind") and from_step:
         # the fork's input is the state it started from: where it differs, it was edited
         before, after = rules.normalize(store.get_state(run_a.run_id, from_step), run_b.input)
         edited = state_diff(before, after).paths

@@ -289,6 +289,12 @@ def make_app(
     for action in _RESUME_DOCS:
         _resume_route(action)
 
+    @app.post("/stops/{stop_id}/rewind", response_model=p.RewindResult, tags=["stops"])
+    def rewind(stop_id: str, req: p.Rewind) -> p.RewindResult:
+        """Go back to the recorded state after an earlier step of the stop's run (with edits)
+        and go on from there in the same call; the run goes on as a rewind of it."""
+        return service.rewind(stop_id, req)
+
     # -------------------------------------------------------------------- records
 
     @app.get("/records/runs", response_model=p.RunList, tags=["records"])
@@ -341,6 +347,54 @@ def make_app(
         """Two recorded runs compared (as flowdbg runs diff): per-node counts and times, and
         where they first diverge."""
         return service.recorded_diff(a, b, ignore=tuple(ignore or ()), strict=strict)
+
+    @app.get(
+        "/records/runs/{run_id}/timeline", response_model=schemas.RunsTimeline, tags=["records"]
+    )
+    def recorded_timeline(run_id: str) -> schemas.RunsTimeline:
+        """The run, its forks, reruns and rewinds (and theirs), as flowdbg runs timeline."""
+        return service.recorded_timeline(run_id)
+
+    @app.get(
+        "/records/runs/{run_id}/divergence",
+        response_model=schemas.RunsDivergence,
+        tags=["records"],
+    )
+    def recorded_divergence(
+        run_id: str,
+        source: str | None = Query(
+            None, max_length=100, description="the run to compare with; null: its source"
+        ),
+        ignore: Annotated[
+            list[str] | None,
+            Query(max_length=50, description="state path globs to leave out of the comparison"),
+        ] = None,
+        strict: bool = Query(False, description="compare generated ids and times too"),
+    ) -> schemas.RunsDivergence:
+        """How a fork, rerun or rewind departs from its run, as flowdbg runs divergence."""
+        return service.recorded_divergence(
+            run_id, source, ignore=tuple(ignore or ()), strict=strict
+        )
+
+    @app.post(
+        "/records/runs/{run_id}/fork",
+        response_model=p.RunStarted,
+        status_code=201,
+        tags=["records"],
+    )
+    def fork(run_id: str, req: p.Fork) -> p.RunStarted:
+        """Start a run of the current code from the run's recorded state after a step."""
+        return service.fork(run_id, req)
+
+    @app.post(
+        "/records/runs/{run_id}/rerun",
+        response_model=p.RunStarted,
+        status_code=201,
+        tags=["records"],
+    )
+    def rerun(run_id: str, req: p.Rerun) -> p.RunStarted:
+        """Run the run again from its input, unchanged model and tool calls served."""
+        return service.rerun(run_id, req)
 
     # --------------------------------------------------------------------- events
 

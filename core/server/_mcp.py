@@ -400,6 +400,22 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.resume(stop_id, action).model_dump(mode="json")
 
     @tool
+    def rewind(
+        stop_id: StopId,
+        step: Annotated[
+            int, Field(ge=0, description="a step of the run that has ended; 0: its input")
+        ],
+        edits: Annotated[
+            dict[str, Any] | None,
+            Field(description="path -> new value applied to the state after that step first"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Go back in the held run to the state after an earlier step (with edits, say a fixed
+        value) and go on from there: the run restarts as a new run (the old one is kept in the
+        record as rewound). Call wait_for_stop next; a step that has not ended is refused."""
+        return service.rewind(stop_id, p.Rewind(step=step, edits=edits)).model_dump(mode="json")
+
+    @tool
     def pause() -> dict[str, Any]:
         """Hold every running branch at its next unit (reason "pause"); then wait_for_stop."""
         service.pause()
@@ -480,6 +496,42 @@ def make_mcp_server(service: Service) -> MCPServer:
             ],
             "warnings": result.warnings,
         }
+
+    @tool
+    def fork_run(
+        run_id: RunId,
+        step: Annotated[int, Field(ge=0, description="the step to start after; 0: the input")],
+        edits: Annotated[
+            dict[str, Any] | None,
+            Field(description="path -> new value applied to the recorded state first"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Start a new run of the current code from a recorded run's state after `step` (with
+        edits): try a fix without running the earlier steps again. It runs under the
+        breakpoints; call wait_for_stop next, then run_divergence to see where it departs."""
+        return service.fork(run_id, p.Fork(step=step, edits=edits)).model_dump(mode="json")
+
+    @tool
+    def run_divergence(
+        run_id: RunId,
+        source: Annotated[
+            str | None, Field(description="the run to compare with; default: its source")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Where a fork, rerun or rewind departs from the run it was made from: the first
+        divergence (step, node, state paths, old and new value) and the model and tool calls
+        served from the record or run live."""
+        report = service.recorded_divergence(run_id, source)
+        data = report.model_dump(mode="json", include={"origin", "from_step", "edited"})
+        first = report.first_divergence
+        data["first_divergence"] = None if first is None else first.model_dump(mode="json")
+        # the values at the first differing path (large ones summarized: get_run_state reads
+        # their parts from each run's state at step_a / step_b)
+        path = first.paths[0] if first is not None and first.paths else ""
+        data["old"] = value_view(report.old, path)
+        data["new"] = value_view(report.new, path)
+        data["calls"] = report.calls.model_dump(mode="json", exclude={"diverged"})
+        return data
 
     @server.resource(
         "flowdbg://runs",

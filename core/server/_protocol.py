@@ -326,6 +326,46 @@ class ResumeResult(_Response):
     action: Literal["continue", "step_over", "step_into", "step_out"]
 
 
+class Rewind(_Request):
+    """Go back, at a stop, to the recorded state after an earlier step of its run
+    (``POST /stops/{id}/rewind``)."""
+
+    step: int = Field(ge=0, le=10**9, description="a step of the run that has ended; 0: its input")
+    edits: dict[str, Any] | None = Field(
+        default=None, description="path -> value applied to the recorded state first"
+    )
+
+
+class RewindResult(_Response):
+    """A stop's run rewound: it goes on from the state after ``step`` as a new run."""
+
+    stop: str
+    run_id: str = Field(description="the rewound run (recorded terminated)")
+    step: int
+
+
+class Fork(_Request):
+    """Start a run of the current code from a recorded run's state after a step
+    (``POST /records/runs/{id}/fork``)."""
+
+    step: int = Field(ge=0, le=10**9, description="the step to start after; 0: from the input")
+    edits: dict[str, Any] | None = Field(
+        default=None, description="path -> value applied to the recorded state first"
+    )
+
+
+class Rerun(_Request):
+    """Run a recorded run again from its input, its model and tool calls served from the
+    record while they match it (``POST /records/runs/{id}/rerun``)."""
+
+    cached_calls: Literal["all", "llm", "tool", "none"] = Field(
+        default="all", description="which calls may be served"
+    )
+    until_divergence: bool = Field(
+        default=False, description="end the rerun at the first call that differs from the record"
+    )
+
+
 class TerminateResult(_Response):
     """The runs ended by ``POST /terminate``."""
 

@@ -426,6 +426,48 @@ class Service:
             raise self._gone(stop_id, exc) from None
         return p.ResumeResult(stop=stop.id, action=action)  # type: ignore[arg-type]
 
+    def rewind(self, stop_id: str, req: p.Rewind) -> p.RewindResult:
+        """Rewind a stop's run to the state after ``req.step`` (see ``Debugger.rewind``)."""
+        stop = self.open_stop(stop_id)
+        run_id = stop.unit.run.root.run_id if stop.unit is not None else ""
+        try:
+            self.dbg.rewind(req.step, req.edits, stop_id)
+        except StopNotFound as exc:
+            raise self._gone(stop_id, exc) from None
+        return p.RewindResult(stop=stop_id, run_id=run_id, step=req.step)
+
+    def fork(self, run_id: str, req: p.Fork, *, wait: float = 5.0) -> p.RunStarted:
+        """Fork a recorded run (see ``Debugger.fork``): of the served target when it is of
+        the run's framework, else of the target the run recorded."""
+        store = self._store()
+        run = store.get_run(run_id)
+        handle = self.dbg.fork(run.run_id, req.step, req.edits, target=self._target_for(run))
+        return self._launched(handle, wait)
+
+    def rerun(self, run_id: str, req: p.Rerun, *, wait: float = 5.0) -> p.RunStarted:
+        """Rerun a recorded run with its recorded calls (see ``Debugger.rerun``)."""
+        store = self._store()
+        run = store.get_run(run_id)
+        handle = self.dbg.rerun(
+            run.run_id,
+            cached_calls=req.cached_calls,
+            target=self._target_for(run),
+            until_divergence=req.until_divergence,
+        )
+        return self._launched(handle, wait)
+
+    def _target_for(self, run: Any) -> Any:
+        adapter = self.adapter
+        if self.target is not None and adapter is not None and adapter.name == run.framework:
+            return self.target
+        return None  # the reference the run recorded
+
+    def _launched(self, handle: Any, wait: float) -> p.RunStarted:
+        with self._lock:
+            self.launches.append(handle)
+            launch = len(self.launches)
+        return p.RunStarted(run_id=handle.wait_started(wait), launch=launch)
+
     # -------------------------------------------------------------- records
 
     def _store(self) -> Store:
@@ -519,6 +561,31 @@ class Service:
         b = store.get_run(run_b)
         result = store.diff_runs(a.run_id, b.run_id, ignore=ignore, strict=strict)
         return schemas.RunsDiff.model_validate(runs_diff_dict(a, b, result))
+
+    def recorded_timeline(self, run_id: str) -> schemas.RunsTimeline:
+        """A recorded run and the runs made from it (forks, reruns, rewinds), as a tree."""
+        from flowdbg.timetravel import timeline
+
+        store = self._store()
+        root = timeline(store, store.get_run(run_id).run_id)
+        return schemas.RunsTimeline.model_validate(jsonable(root.to_dict(run_dict)))
+
+    def recorded_divergence(
+        self, run_id: str, source: str | None, *, ignore: tuple[str, ...] = (), strict: bool = False
+    ) -> schemas.RunsDivergence:
+        """How a run departs from the run it was made from (or ``source``), as ``flowdbg runs
+        divergence --json`` shows it."""
+        store = self._store()
+        run = store.get_run(run_id)
+        if source is None:
+            if run.forked_from is None:
+                raise _bad(
+                    f"run {run.run_id[:8]} was not made from another run (no fork, rerun or "
+                    "rewind): pass source= the run to compare it with"
+                )
+            source = run.forked_from
+        report = store.divergence(source, run.run_id, ignore=ignore, strict=strict)
+        return schemas.RunsDivergence.model_validate(jsonable(report.to_dict(run_dict)))
 
 
 _T = TypeVar("_T")

@@ -184,6 +184,9 @@ def test_tools_are_described_for_an_agent(tmp_path: Path) -> None:
         "list_steps",
         "get_run_state",
         "compare_runs",
+        "rewind",
+        "fork_run",
+        "run_divergence",
     ):
         assert len(tools[name].description or "") > 40, name
     schema = tools["resume"].input_schema
@@ -451,3 +454,24 @@ def test_with_keep_a_stdio_disconnect_holds_runs_until_the_process_is_stopped(
     with flowdbg.Debugger(db=client.db) as dbg:
         assert dbg.store is not None
         assert dbg.store.get_run(run_id).status == "terminated"
+
+
+def test_an_agent_rewinds_a_held_run_and_reads_where_it_departs(server: Any) -> None:
+    async def script(call: Call) -> tuple[dict[str, Any], dict[str, Any]]:
+        await call("set_breakpoint", pattern="b")
+        await call("start_run", input={"n": 1})
+        held = await call("wait_for_stop", timeout=10)
+        rewound = await call("rewind", stop_id=held["stop"]["stop_id"], step=0, edits={"n": 3})
+        again = await call("wait_for_stop", timeout=10)
+        await call("resume", stop_id=again["stop"]["stop_id"])
+        ended = await call("wait_for_stop", timeout=10)
+        assert ended["outcome"] == "ended", ended
+        report = await call("run_divergence", run_id=again["stop"]["run_id"])
+        return rewound, report
+
+    rewound, report = _over_http(server, script)
+    assert rewound["step"] == 0
+    assert (report["origin"], report["from_step"]) == ("rewind", 0)
+    first = report["first_divergence"]
+    assert first["kind"] == "state" and first["paths"] == ["n"]
+    assert (report["old"], report["new"]) == ({"value": 2}, {"value": 4})

@@ -514,7 +514,7 @@ class Debugger:
         made_from = start = calls = None
         rewind = _REWIND.get()
         if rewind:  # the run a rewind restarts (see Rewound.lineage): taken once
-            ref, made_from = rewind.pop()
+            ref, made_from, start = rewind.pop()
             if handle is not None and made_from is not None and handle.run_id == made_from[1]:
                 handle._follow = True  # the handle's run goes on as this one
         elif handle is not None and handle.debugger is self and handle.run_id is None:
@@ -1047,13 +1047,14 @@ class Debugger:
             )
         needs = None if cached_calls == "none" else Capability.CACHED_CALLS
         run, target, ref, adapter = self._made_from_run(run_id, target, needs)
-        if run.origin == "fork":  # its input is a state from the middle of another run
+        if run.origin in ("fork", "rewind") and run.fork_step:
+            # its input is a state from the middle of another run
             from flowdbg.timetravel import ForkError
 
             raise ForkError(
-                f"run {run.run_id[:8]} is a fork of run {(run.forked_from or '?')[:8]} after "
-                f"step {run.fork_step}: its input is the state it started from, not a run's "
-                "input; fork that run again after that step instead"
+                f"run {run.run_id[:8]} is a {run.origin} of run {(run.forked_from or '?')[:8]} "
+                f"after step {run.fork_step}: its input is the state it started from, not a "
+                "run's input; fork that run again after that step instead"
             )
         store = self._recording_store()
         steps: list[Any] = []
@@ -1387,10 +1388,31 @@ class Debugger:
         """Terminate active runs, detach every target, write what is left to the store."""
         if self._ctl.active_runs or self._ctl.stops:
             self.terminate()
+            self._let_runs_end(2.0)
         self.detach()
         self.uninstall()
         if self._recorder is not None:
             self._recorder.close()
+
+    def _let_runs_end(self, timeout: float) -> None:
+        """Give terminated runs up to ``timeout`` seconds to end, so that the record says how
+        they ended (a process closing its debugger and exiting would leave them
+        ``interrupted``); not from a run's own thread or task, nor on an event loop's thread,
+        where waiting would keep them from ending. A sync call that cannot be interrupted is
+        not waited for past ``timeout``."""
+        if current_unit() is not None:
+            return
+        try:
+            asyncio.get_running_loop()
+            return
+        except RuntimeError:
+            pass
+        deadline = time.monotonic() + timeout
+        while self._ctl.active_runs:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._ctl.wait_for_stop(min(remaining, 0.5))
 
     def __enter__(self) -> Debugger:
         return self

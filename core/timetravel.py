@@ -66,14 +66,16 @@ class ForkPoint:
     run: RunRecord
     #: the step the fork starts after; ``0`` starts from the run's input
     step: int
-    #: the state to start from, with the edits applied (for step 0: the run's input)
+    #: the state to start from, with the edits applied (for step 0: the run's input; a fork
+    #: or rewind of another run goes on, from its step 0, where it started: :attr:`node` then
+    #: names the node of its source's step it started after)
     state: Any
     #: the nodes the record says came next (the step's decision), in its order: what runs
     #: first when the current graph has no route of its own from :attr:`node` (a node that
     #: chose its successor itself); ``None`` for step 0 (the graph's own entry); ``()`` when
     #: the run ended after the step
     next: tuple[str, ...] | None
-    #: the node of the step (``None`` for step 0)
+    #: the node of the step (``None`` for step 0 of a run started afresh: the graph's entry)
     node: str | None = None
     #: the step's superstep, where the framework has one
     superstep: int | None = None
@@ -151,6 +153,26 @@ def _problem(
     return None
 
 
+def _started_after(
+    store: Store, run: RunRecord
+) -> tuple[Any, tuple[str, ...] | None, str | None, int | None]:
+    """Where a fork (or rewind) of another run started: its input, and the next nodes, node and
+    superstep of the step of its source it started after."""
+    short = run.run_id[:8]
+    source = run.forked_from or ""
+    try:
+        found = store.get_steps(source, from_step=run.fork_step, to_step=run.fork_step)
+    except Exception:
+        found = []
+    if not found:
+        raise ForkError(
+            f"run {short} started after step {run.fork_step} of run {source[:8]}, which the "
+            f"store no longer has; fork run {short} after one of its own steps instead"
+        )
+    chosen = found[0]
+    return run.input, _next_nodes(chosen), chosen.node, chosen.superstep
+
+
 def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
     """The steps of ``run`` a fork can start after (``0``: from its input), in order.
 
@@ -203,7 +225,11 @@ def plan_fork(
     steps = store.get_steps(run.run_id, values=False)
     if isinstance(step, bool) or not isinstance(step, int):
         raise ForkError(f"step must be a step number, not {step!r}")
-    if step == 0:
+    if step == 0 and run.origin in ("fork", "rewind") and run.fork_step:
+        # its input is the state it started from, after a step of its source: it goes on from
+        # there as that step's node went on (not from the graph's entry)
+        state, next_nodes, node, superstep = _started_after(store, run)
+    elif step == 0:
         state, next_nodes, node, superstep = run.input, None, None, None
     else:
         found = [i for i, s in enumerate(steps) if s.step == step]
@@ -281,7 +307,8 @@ class Rewound(Terminated):
 
         @contextlib.contextmanager
         def restarting() -> Any:
-            token = _REWIND.set([(self.ref, ("rewind", self.run_id, self.point.step))])
+            made_from = ("rewind", self.run_id, self.point.step)
+            token = _REWIND.set([(self.ref, made_from, (self.point.state,))])
             try:
                 yield
             finally:

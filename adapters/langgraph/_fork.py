@@ -43,7 +43,7 @@ def check_fork(target: Any, point: ForkPoint) -> None:
             f"{getattr(target, 'name', '?')!r} no longer has (its nodes: {', '.join(nodes)}); "
             "fork after another step, or give the graph that has it (--target)"
         )
-    if point.step and not isinstance(point.state, dict):
+    if point.node is not None and not isinstance(point.state, dict):
         raise ForkError(
             f"the state after step {point.step} was recorded as a "
             f"{type(point.state).__name__}, not the mapping of channels a fork writes back"
@@ -74,7 +74,7 @@ def _first(point: ForkPoint, scheduled: Any) -> Any:
 def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
     """Run the fork in this thread (see the module's docstring)."""
     graph, config = _start(target, point, options)
-    if point.step == 0:
+    if point.node is None:  # from the run's input (step 0 of a run started afresh)
         return graph.invoke(point.state, config)
     graph.update_state(config, point.state, as_node=point.node)
     return graph.invoke(_first(point, graph.get_state(config).next), config)
@@ -83,7 +83,7 @@ def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
 async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
     """The async form of :func:`fork`."""
     graph, config = _start(target, point, options)
-    if point.step == 0:
+    if point.node is None:  # from the run's input (step 0 of a run started afresh)
         return await graph.ainvoke(point.state, config)
     await graph.aupdate_state(config, point.state, as_node=point.node)
     snapshot = await graph.aget_state(config)
@@ -95,7 +95,7 @@ def stream(target: Any, point: ForkPoint, config: Any, kwargs: dict[str, Any]) -
     at a stop goes on in the stream (or ``invoke``, which reads a stream) of its caller.
     ``config`` is the caller's (its thread and checkpoint are the fork's own)."""
     graph, config = _start(target, point, RunOptions(config=config))
-    if point.step == 0:
+    if point.node is None:  # from the run's input (step 0 of a run started afresh)
         yield from graph.stream(point.state, config, **kwargs)
         return
     graph.update_state(config, point.state, as_node=point.node)
@@ -107,7 +107,7 @@ async def astream(
 ) -> AsyncIterator[Any]:
     """The async form of :func:`stream`."""
     graph, config = _start(target, point, RunOptions(config=config))
-    if point.step == 0:
+    if point.node is None:  # from the run's input (step 0 of a run started afresh)
         async for chunk in graph.astream(point.state, config, **kwargs):
             yield chunk
         return

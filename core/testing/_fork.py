@@ -92,6 +92,20 @@ class AbstractForkTests(SuiteBase):
         fork = self._fork(dbg, scn, run_id, 1, {"x": 5})
         assert scn.normalize(fork.result(WAIT)) == {"x": 50, "y": 51}
 
+    @requires(Capability.FORK)
+    def test_a_fork_of_a_fork_from_its_input_goes_on_where_the_fork_started(
+        self, dbg: flowdbg.Debugger
+    ) -> None:
+        scn = self.scenario("linear")
+        run_id = self._record(dbg, scn)
+        fork = self._fork(dbg, scn, run_id, 1, {"x": 5})
+        assert scn.normalize(fork.result(WAIT)) == {"x": 50, "y": 51}
+        assert dbg.flush(WAIT) and fork.run_id is not None
+        again = self._fork(dbg, scn, fork.run_id, 0)  # its input: the state after a, edited
+        assert scn.normalize(again.result(WAIT)) == {"x": 50, "y": 51}
+        with pytest.raises(flowdbg.ForkError, match="its input is the state it started from"):
+            dbg.rerun(fork.run_id, target=scn.target)
+
     @requires(Capability.FORK, Capability.DECISIONS)
     def test_an_edit_of_what_a_router_reads_changes_the_route(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("branch_positive")
@@ -279,6 +293,31 @@ class AbstractRewindTests(SuiteBase):
         assert self.finish(run, scn) == dict(EXPECTED["linear"])
         assert run.run_id == again.location.run_id  # the handle follows the run that goes on
         self._rewound(dbg, first_run, again.location.run_id, 1)
+
+    @requires(Capability.REWIND)
+    def test_a_run_that_went_on_from_a_rewind_is_rewound_again(self, dbg: flowdbg.Debugger) -> None:
+        scn = self.scenario("linear")
+        dbg.break_before("c")
+        run = self.launch(dbg, scn)
+        self.wait_stop(dbg)
+        dbg.rewind(1, {"x": 5})
+        second = self.wait_stop(dbg)
+        dbg.rewind(0)  # the second run's input: the (edited) state after a
+        third = self.wait_stop(dbg)
+        self.assert_at(third, "c", "before")
+        assert dbg.inspect("x") == 50
+        dbg.resume()
+        assert self.finish(run, scn) == {"x": 50, "y": 51}
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        made = store.get_run(third.location.run_id)
+        assert (made.origin, made.forked_from, made.fork_step) == (
+            "rewind",
+            second.location.run_id,
+            0,
+        )
+        assert store.get_run(second.location.run_id).input == {"x": 5}
 
     @requires(Capability.REWIND)
     def test_a_rewind_with_an_edit_changes_the_result(self, dbg: flowdbg.Debugger) -> None:

@@ -358,3 +358,35 @@ def test_a_call_records_its_state_where_calls_write_the_state(
         assert store.last_writers(rid) == {"n": (1, "agent")}
     assert store.get_state(rid, step=1) == store.get_state(rid) == {"n": 2}
     dbg.close()
+
+
+def test_closing_the_debugger_records_how_its_held_runs_ended(tmp_path: Path) -> None:
+    from flowdbg.adapters.stategraph import Tool
+
+    def lookup(q: str) -> str:
+        return q
+
+    search = Tool(lookup, name="lookup")
+
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {"found": search(q=state["q"])}
+        finally:  # the node takes a moment to unwind once its call is terminated
+            time.sleep(0.3)
+
+    g = StateGraph(name="slow_unwind")
+    g.add_node("ask", node)
+    g.set_entry_point("ask")
+    g.add_edge("ask", END)
+    db = tmp_path / "closed.db"
+    dbg = flowdbg.Debugger(db=db)
+    app = dbg.attach(g.compile())
+    dbg.break_on_tool("lookup")
+    run = dbg.start(app.invoke, {"q": "x"})
+    assert dbg.wait_for_stop(T) is not None
+    dbg.close()  # as a process does before it exits: the run's end is in the record
+    with pytest.raises(flowdbg.Terminated):
+        run.result(T)
+    assert run.run_id is not None
+    with open_store(db, readonly=True) as store:
+        assert store.get_run(run.run_id).status == "terminated"

@@ -1,6 +1,7 @@
 """Cost of flowdbg on real LlamaIndex workflows. Prints JSON.
 
     python bench/llamaindex_overhead.py [--runs 200] [--rounds 5] [--variants bare,attached]
+        [--latency MS]
 
 Two workflows of trivial async steps:
 
@@ -18,6 +19,8 @@ shared and noisy: compare the ratios, which are taken within one run):
   recorder's writer thread catching up (``dbg.flush()`` after each round).
 
 Each figure is the median over the rounds of µs per step invocation; ratios are to ``bare``.
+``--latency MS`` makes every step wait MS milliseconds (``asyncio.sleep``), as a step that
+calls a model or a service does: the recorder's writer then works while the run waits.
 ``--variants`` measures some of them only (``bare`` always): the recording variant's garbage
 and writer thread weigh on the rounds of the others in the same process.
 """
@@ -44,6 +47,8 @@ import flowdbg
 
 STEPS = 10
 FANOUT = 8
+#: seconds each step waits first (--latency)
+LATENCY = 0.0
 
 
 class E1(Event):
@@ -87,42 +92,62 @@ class Linear(Workflow):
 
     @step
     async def s0(self, ev: StartEvent) -> E1:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E1(x=ev.x + 1)
 
     @step
     async def s1(self, ev: E1) -> E2:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E2(x=ev.x + 1)
 
     @step
     async def s2(self, ev: E2) -> E3:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E3(x=ev.x + 1)
 
     @step
     async def s3(self, ev: E3) -> E4:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E4(x=ev.x + 1)
 
     @step
     async def s4(self, ev: E4) -> E5:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E5(x=ev.x + 1)
 
     @step
     async def s5(self, ev: E5) -> E6:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E6(x=ev.x + 1)
 
     @step
     async def s6(self, ev: E6) -> E7:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E7(x=ev.x + 1)
 
     @step
     async def s7(self, ev: E7) -> E8:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E8(x=ev.x + 1)
 
     @step
     async def s8(self, ev: E8) -> E9:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return E9(x=ev.x + 1)
 
     @step
     async def s9(self, ev: E9) -> StopEvent:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return StopEvent(result=ev.x + 1)
 
 
@@ -137,16 +162,22 @@ class Done(Event):
 class FanOut(Workflow):
     @step
     async def fan(self, ctx: Context, ev: StartEvent) -> Item | None:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         for n in range(FANOUT):
             ctx.send_event(Item(n=n))
         return None
 
     @step(num_workers=4)
     async def work(self, ev: Item) -> Done:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         return Done(n=ev.n + 1)
 
     @step
     async def gather(self, ctx: Context, ev: Done) -> StopEvent | None:
+        if LATENCY:
+            await asyncio.sleep(LATENCY)
         got = ctx.collect_events(ev, [Done] * FANOUT)
         return None if got is None else StopEvent(result=sum(d.n for d in got))
 
@@ -217,7 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         default="bare,attached,recording",
         help="comma-separated variants to measure (bare is always measured)",
     )
+    parser.add_argument(
+        "--latency", type=float, default=0.0, metavar="MS", help="wait in every step first"
+    )
     args = parser.parse_args(argv)
+    global LATENCY
+    LATENCY = args.latency / 1000
     wanted = tuple(v for v in args.variants.split(",") if v and v != "bare")
     unknown = set(wanted) - {"attached", "recording"}
     if unknown:
@@ -230,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         "llama_index_workflows": _version("llama-index-workflows"),
         "runs": args.runs,
         "rounds": args.rounds,
+        "step_latency_ms": args.latency,
         "variants": ["bare", *wanted],
         "budgets": {"attached_ratio_max": 1.03, "recording_ratio_max": 1.10},
         **figures,

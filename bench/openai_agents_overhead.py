@@ -1,6 +1,6 @@
 """Cost of flowdbg on a real OpenAI Agents SDK run. Prints JSON.
 
-    python bench/openai_agents_overhead.py [--runs 100] [--rounds 5]
+    python bench/openai_agents_overhead.py [--runs 100] [--rounds 5] [--latency MS]
 
 A scripted run (``agents.testing.ScriptedModel``, offline, tracing disabled): ``triage`` calls
 two tools in two turns, then hands off to ``refunds``, which answers (4 model turns, 2 tool
@@ -14,6 +14,11 @@ and noisy: compare the ratios, taken within one run):
   recorder's writer catching up (``dbg.flush()`` after each round).
 
 Each figure is the median over the rounds of µs per run; ratios are to ``bare``.
+
+``--latency MS`` makes each model turn wait MS milliseconds first (``asyncio.sleep``), as a
+model served over a network does: the recorder's writer then works while the run waits, as it
+does in real runs, where scripted turns that cost nothing make every microsecond of it the
+run's (the interpreter lock: see bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -53,9 +58,30 @@ def policy(topic: str) -> str:
     return f"policy on {topic}: 30 days"
 
 
-def build(runs: int) -> Agent[Any]:
-    """Agents whose scripted models can serve ``runs`` runs."""
-    refunds = Agent(name="refunds", model=ScriptedModel([[assistant_message("refunded")]] * runs))
+class SlowModel(ScriptedModel):
+    """A scripted model that waits ``latency`` seconds before each turn (the network)."""
+
+    latency = 0.0
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self.latency)
+        return await super().get_response(*args, **kwargs)
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self.latency)
+        async for event in super().stream_response(*args, **kwargs):
+            yield event
+
+
+def build(runs: int, latency: float = 0.0) -> Agent[Any]:
+    """Agents whose scripted models can serve ``runs`` runs, each turn after ``latency`` s."""
+
+    def model(turns: list[Any]) -> ScriptedModel:
+        scripted = SlowModel(turns)
+        scripted.latency = latency
+        return scripted
+
+    refunds = Agent(name="refunds", model=model([[assistant_message("refunded")]] * runs))
     turns = [
         [function_call("lookup", {"order_id": 7}, call_id="c1")],
         [function_call("policy", {"topic": "refunds"}, call_id="c2")],
@@ -65,7 +91,7 @@ def build(runs: int) -> Agent[Any]:
         name="triage",
         tools=[lookup, policy],
         handoffs=[refunds],
-        model=ScriptedModel(turns * runs),
+        model=model(turns * runs),
     )
 
 
@@ -87,15 +113,15 @@ async def measure(agent: Agent[Any], streamed: bool, runs: int) -> float:
     return (time.perf_counter() - start) / runs * 1e6
 
 
-async def main(runs: int, rounds: int) -> dict[str, Any]:
+async def main(runs: int, rounds: int, latency: float = 0.0) -> dict[str, Any]:
     tmp = tempfile.mkdtemp(prefix="flowdbg-bench-")
     variants: dict[str, tuple[Agent[Any], flowdbg.Debugger | None]] = {}
     total = runs * rounds * 2 + 4
-    variants["bare"] = (build(total), None)
+    variants["bare"] = (build(total, latency), None)
     quiet = flowdbg.Debugger(record=False)
-    variants["attached"] = (quiet.attach(build(total)), quiet)
+    variants["attached"] = (quiet.attach(build(total, latency)), quiet)
     recording = flowdbg.Debugger(db=os.path.join(tmp, "flowdbg.db"))
-    variants["recording"] = (recording.attach(build(total)), recording)
+    variants["recording"] = (recording.attach(build(total, latency)), recording)
     for agent, _ in variants.values():  # warm up: the first runs build pydantic schemas
         await once(agent, False)
         await once(agent, True)
@@ -120,6 +146,7 @@ async def main(runs: int, rounds: int) -> dict[str, Any]:
         "openai_agents": agents.__version__,
         "runs_per_round": runs,
         "rounds": rounds,
+        "model_latency_ms": latency * 1000,
         "us_per_run": {k: round(v, 1) for k, v in medians.items()},
         "ratio_to_bare": {k: round(v, 3) for k, v in ratios.items()},
     }
@@ -129,6 +156,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--latency", type=float, default=0.0, metavar="MS", help="wait before each model turn"
+    )
     args = parser.parse_args()
-    json.dump(asyncio.run(main(args.runs, args.rounds)), sys.stdout, indent=2)
+    json.dump(asyncio.run(main(args.runs, args.rounds, args.latency / 1000)), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -321,6 +321,35 @@ def _stop_id(text: str) -> str:
 
 # ------------------------------------------------------------------------------ help
 
+
+def _words(text: str) -> list[str]:
+    """``text`` split at blanks outside quotes and brackets, quotes kept: the edits of
+    ``rewind 1 intent="question" items=[1, 2]`` read as ``set`` reads a value."""
+    words: list[str] = []
+    current: list[str] = []
+    quote = ""
+    depth = 0
+    for char in text:
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char.isspace() and depth <= 0:
+            if current:
+                words.append("".join(current))
+                current = []
+            continue
+        current.append(char)
+    if current:
+        words.append("".join(current))
+    return words
+
+
 _COMMANDS: dict[str, tuple[str, str]] = {
     "continue": ("c(ontinue)", "let the selected branch run on to its next stop"),
     "step": ("s(tep)", "step into: the next unit of this branch, at any depth"),
@@ -630,9 +659,7 @@ class Session:
         return _Next.RESUMED
 
     def do_rewind(self, arg: str) -> _Next:
-        import shlex
-
-        words = shlex.split(arg)
+        words = _words(arg)
         if not words or not words[0].isdigit():
             raise ValueError(
                 "usage: rewind STEP [PATH=VALUE ...] (a step of this run that has ended; "

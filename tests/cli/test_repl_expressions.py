@@ -62,3 +62,18 @@ def test_watch_and_logpoint_commands(run_cli: Cli) -> None:
     out = _run(run_cli, commands)
     assert "set bp-2 watch" in out and "set bp-3 logpoint" in out
     assert re.search(r"stop-2: watch \[bp-2\] at after node 'gamma'", out)
+
+
+def test_rewind_edits_keep_their_quotes_and_brackets() -> None:
+    from flowdbg.cli._repl import _words
+
+    assert _words("1 intent=\"question\"  items=[1, 2] msg='a b'") == [
+        "1",
+        'intent="question"',
+        "items=[1, 2]",
+        "msg='a b'",
+    ]
+    assert _words('3 messages[-1].content="use the EU endpoint"') == [
+        "3",
+        'messages[-1].content="use the EU endpoint"',
+    ]

@@ -42,6 +42,7 @@ __all__ = [
     "divergence",
     "forkable_steps",
     "plan_fork",
+    "source_of",
     "timeline",
 ]
 
@@ -619,6 +620,19 @@ class DivergenceReport:
             "strict": self.strict,
             "warnings": list(self.warnings),
         }
+
+
+def source_of(run: RunRecord, hint: str) -> str:
+    """The id of the run ``run`` was made from (a fork, rerun or rewind of it).
+
+    :param hint: what to do instead, for the error.
+    :raises ForkError: for a run started afresh.
+    """
+    if run.forked_from is None:
+        raise ForkError(
+            f"run {run.run_id[:8]} was not made from another run (no fork, rerun or rewind): {hint}"
+        )
+    return run.forked_from
 
 
 def _descendant_steps(store: Store, run_id: str) -> list[StepRecord]:

@@ -878,13 +878,14 @@ def runs_divergence(
     with _open(db) as ctx:
         run = ctx.run(run_id)
         if source is None:
-            if run.forked_from is None:
-                raise CliError(
-                    f"run {short_id(run.run_id)} was not made from another run (no fork, rerun "
-                    "or rewind): name the run to compare it with, "
-                    f"flowdbg runs divergence {short_id(run.run_id)} SOURCE"
-                )
-            source = run.forked_from
+            from flowdbg.timetravel import ForkError, source_of
+
+            short = short_id(run.run_id)
+            hint = f"name the run to compare it with, flowdbg runs divergence {short} SOURCE"
+            try:
+                source = source_of(run, hint)
+            except ForkError as exc:
+                raise CliError(str(exc)) from None
         origin_run = ctx.run(source)
         report = ctx.store.divergence(origin_run.run_id, run.run_id, ignore=ignore, strict=strict)
         if as_json:

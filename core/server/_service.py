@@ -578,12 +578,9 @@ class Service:
         store = self._store()
         run = store.get_run(run_id)
         if source is None:
-            if run.forked_from is None:
-                raise _bad(
-                    f"run {run.run_id[:8]} was not made from another run (no fork, rerun or "
-                    "rewind): pass source= the run to compare it with"
-                )
-            source = run.forked_from
+            from flowdbg.timetravel import source_of
+
+            source = source_of(run, "pass source= the run to compare it with")
         report = store.divergence(source, run.run_id, ignore=ignore, strict=strict)
         return schemas.RunsDivergence.model_validate(jsonable(report.to_dict(run_dict)))
 

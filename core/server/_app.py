@@ -326,6 +326,12 @@ def make_app(
         where they first diverge."""
         return service.recorded_diff(a, b, ignore=tuple(ignore or ()), strict=strict)
 
+    # ------------------------------------------------------------------- the page
+
+    from ._web import add_web
+
+    add_web(app)
+
     # --------------------------------------------------------------------- events
 
     @app.websocket("/events")

@@ -93,6 +93,11 @@ class TargetInfo(_Response):
     target: str = Field(description="as given on the command line, or the object's type")
     adapter: str
     graph: dict[str, Any] = Field(description="the adapter's description: nodes, edges...")
+    example_input: Any = Field(
+        default=None,
+        description="an input the target runs with, offered to clients for POST /runs (the "
+        "demo's input, or flowdbg serve --input); null: none known",
+    )
 
 
 class ServerInfo(_Response):

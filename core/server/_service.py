@@ -73,6 +73,8 @@ class Service:
             dbg.attach(target)
             if target_name is None:
                 self.target_name = type(target).__name__
+        #: an input the target runs with, offered to clients (``TargetInfo.example_input``)
+        self.example_input: Any = None
         #: the numbered events the WebSocket clients read
         self.journal = EventJournal()
         dbg.register_plugin(self.journal)
@@ -163,7 +165,10 @@ class Service:
         except NotImplementedError:
             graph = {}
         return p.TargetInfo(
-            target=self.target_name or "", adapter=self.adapter.name, graph=jsonable(graph)
+            target=self.target_name or "",
+            adapter=self.adapter.name,
+            graph=jsonable(graph),
+            example_input=jsonable(self.example_input),
         )
 
     def adapters(self) -> schemas.Adapters:

@@ -115,13 +115,16 @@ async function loadTarget() {
 }
 
 function fillNodeSelect() {
-  const select = $("bp-node");
-  select.textContent = "";
-  for (const id of graph.unitIds()) {
+  const list = $("bp-names");
+  list.textContent = "";
+  const names = new Set(graph.unitIds().map((id) => id.split("/").pop()));
+  for (const tool of (ui.target && ui.target.graph && ui.target.graph.tools) || []) {
+    names.add(typeof tool === "object" && tool ? String(tool.name) : String(tool));
+  }
+  for (const name of names) {
     const option = document.createElement("option");
-    option.value = id.split("/").pop();
-    option.textContent = id;
-    select.appendChild(option);
+    option.value = name;
+    list.appendChild(option);
   }
 }
 
@@ -178,11 +181,12 @@ const refreshBreakpoints = async () => {
 $("bp-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const condition = $("bp-condition").value.trim();
-  const body = { type: $("bp-type").value, pattern: $("bp-node").value };
+  const body = { type: $("bp-type").value, pattern: $("bp-node").value.trim() || "*" };
   if (condition) body.condition = condition;
   const made = await attempt(() => post("/breakpoints", body));
   if (made) {
     $("bp-condition").value = "";
+    $("bp-node").value = "";
     for (const warning of made.warnings || []) showAlert(warning);
   }
   await refreshBreakpoints();
@@ -194,7 +198,8 @@ function locationText(loc) {
   const where = [...(loc.path || []), loc.node].join(" › ");
   const parts = [`${loc.position} ${loc.kind} ${where}`, `step ${loc.step}`];
   if (loc.superstep !== null && loc.superstep !== undefined) parts.push(`superstep ${loc.superstep}`);
-  if (loc.branch) parts.push(`branch ${loc.branch}`);
+  // a framework's branch ids can be long (LangGraph's are UUIDs): their start tells them apart
+  if (loc.branch) parts.push(`branch ${loc.branch.length > 14 ? `${loc.branch.slice(0, 8)}…` : loc.branch}`);
   return parts.join(" · ");
 }
 
@@ -210,9 +215,10 @@ const refreshStops = coalesce(async () => {
     }
   }
   for (const stop of ui.stops) {
-    const id = nodeId(stop.location.path, stop.location.node);
+    const id = graph.shown(stop.location.path, stop.location.node);
+    if (id === null) continue;
     ui.heldAt.set(stop.id, id);
-    if (graph.has(id)) graph.setState(id, "held");
+    graph.setState(id, "held");
   }
   if (!ids.has(ui.selected)) {
     ui.selected = ui.stops.length ? ui.stops[0].id : null;
@@ -231,7 +237,7 @@ function renderStops() {
     const li = document.createElement("li");
     li.className = `stop${stop.id === ui.selected ? " selected" : ""}`;
     li.dataset.stop = stop.id;
-    li.dataset.node = stop.location.node;
+    li.dataset.stopNode = stop.location.node;
     const pick = document.createElement("button");
     pick.type = "button";
     pick.className = "stop-pick";
@@ -404,26 +410,41 @@ $("run-form").addEventListener("submit", async (ev) => {
 
 const timeline = { lanes: new Map(), blocks: [], t0: null, t1: null };
 
-function laneKey(runId, branch) {
-  return `${runId}|${branch || ""}`;
-}
+// A lane per run (nested runs under their parent's), and more lanes for a run's parallel
+// branches: units of one superstep are parallel, so the second unit of a superstep takes a
+// second lane; without supersteps, a unit takes the first lane of its run free when it
+// starts. Model and tool calls are drawn inside the lane of the unit that made them.
+const slots = new Map(); // "run|superstep" -> units placed
 
-function addLane(runId, branch) {
-  const key = laneKey(runId, branch);
-  if (!timeline.lanes.has(key)) {
-    const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
-    // a nested run's lanes follow its parent's
-    let at = timeline.lanes.size;
-    if (run.parent) {
-      const keys = [...timeline.lanes.keys()];
-      const last = keys.map((k, i) => [k, i]).filter(([k]) => k.startsWith(`${run.parent}|`) || k.startsWith(`${runId}|`)).pop();
-      if (last) at = last[1] + 1;
-    }
-    const entries = [...timeline.lanes.entries()];
-    entries.splice(at, 0, [key, { runId, branch, label: `${run.name}${branch ? ` ⟨${branch}⟩` : ""}`, depth: run.depth || 0 }]);
-    timeline.lanes = new Map(entries);
+function placeBlock(runId, start, end, superstep, kind) {
+  const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
+  let wanted = null;
+  if (kind === "tool" || kind === "llm") wanted = 0;
+  else if (superstep !== null && superstep !== undefined) {
+    const key = `${runId}|${superstep}`;
+    wanted = slots.get(key) || 0;
+    slots.set(key, wanted + 1);
   }
-  return key;
+  let slot = 0;
+  for (;;) {
+    const key = `${runId}|${slot}`;
+    const lane = timeline.lanes.get(key);
+    if (!lane) {
+      const entries = [...timeline.lanes.entries()];
+      // after the last lane of this run or, for a new nested run, of its parent
+      let at = entries.length;
+      const family = entries.map(([k], i) => [k, i]).filter(([k]) => k.startsWith(`${runId}|`) || (run.parent && k.startsWith(`${run.parent}|`)));
+      if (family.length) at = family[family.length - 1][1] + 1;
+      entries.splice(at, 0, [key, { runId, label: slot ? `${run.name} ∥${slot + 1}` : `${run.name} ${short(runId)}`, depth: run.depth || 0, busyUntil: -Infinity }]);
+      timeline.lanes = new Map(entries);
+      continue;
+    }
+    if (wanted === slot || (wanted === null && lane.busyUntil <= start)) {
+      lane.busyUntil = Math.max(lane.busyUntil, end);
+      return key;
+    }
+    slot += 1;
+  }
 }
 
 const drawTimeline = coalesce(() => {
@@ -432,7 +453,7 @@ const drawTimeline = coalesce(() => {
   if (!timeline.blocks.length) {
     const p = document.createElement("p");
     p.className = "muted small";
-    p.textContent = "Units appear here as they run: a lane per run and branch.";
+    p.textContent = "The units of the current run appear here as they finish: a lane per run, more for parallel branches.";
     box.appendChild(p);
     return;
   }
@@ -445,6 +466,7 @@ const drawTimeline = coalesce(() => {
     label.className = `lane-label depth-${Math.min(lane.depth, 3)}`;
     label.textContent = lane.label;
     label.title = `run ${lane.runId}`;
+    row.dataset.run = lane.runId;
     row.appendChild(label);
     const track = document.createElement("div");
     track.className = "track";
@@ -452,7 +474,7 @@ const drawTimeline = coalesce(() => {
       if (b.lane !== key) continue;
       const block = document.createElement("span");
       block.className = `block k-${b.kind} s-${b.status}`;
-      block.dataset.node = b.node;
+      block.dataset.unit = b.node;
       const left = ((b.start - timeline.t0) / span) * 100;
       const width = Math.max(((b.end - b.start) / span) * 100, 0.6);
       block.style.left = `${left}%`;
@@ -477,12 +499,17 @@ function logLine(text, kind = "") {
   log.scrollTop = log.scrollHeight;
 }
 
-$("run-clear").addEventListener("click", () => {
+function clearTimeline() {
+  slots.clear();
   timeline.lanes.clear();
   timeline.blocks = [];
   timeline.t0 = timeline.t1 = null;
-  $("log").textContent = "";
   drawTimeline();
+}
+
+$("run-clear").addEventListener("click", () => {
+  clearTimeline();
+  $("log").textContent = "";
 });
 
 // ---------------------------------------------------------------------------- events
@@ -509,6 +536,7 @@ function onEvent(message) {
       if (!data.parent_run_id) {
         ui.currentRun = data.run_id;
         graph.reset();
+        clearTimeline();
         $("run-summary").textContent = `run ${short(data.run_id)} running`;
       }
       logLine(`run ${short(data.run_id)} (${data.name}) started${data.parent_run_id ? ` inside ${short(data.parent_run_id)}` : ""}`, "log-run");
@@ -531,7 +559,7 @@ function onEvent(message) {
       }
       const end = data.ended_at || message.time;
       const start = data.started_at || end;
-      const lane = addLane(data.run_id, data.branch);
+      const lane = placeBlock(data.run_id, start, end, data.superstep, data.kind);
       timeline.blocks.push({ lane, node: data.node, kind: data.kind, status: data.status, step: data.step, start, end });
       if (timeline.blocks.length > 2000) timeline.blocks.shift();
       timeline.t0 = timeline.t0 === null ? start : Math.min(timeline.t0, start);
@@ -541,9 +569,11 @@ function onEvent(message) {
       break;
     }
     case "stop": {
-      const id = nodeId(data.location.path, data.location.node);
-      if (graph.has(id)) graph.setState(id, "held");
-      ui.heldAt.set(data.id, id);
+      const id = graph.shown(data.location.path, data.location.node);
+      if (id !== null) {
+        graph.setState(id, "held");
+        ui.heldAt.set(data.id, id);
+      }
       logLine(`stop ${data.id}: ${data.reason} at ${locationText(data.location)}`, "log-stop");
       selectTab("stops");
       refreshStops();
@@ -664,7 +694,7 @@ function showRecordNote(text) {
   box.textContent = text;
 }
 
-const record = { runId: null, steps: [], token: 0 };
+const record = { runId: null, steps: [], token: 0, key: null };
 
 async function openRun(runId) {
   for (const tr of $("rec-runs").querySelectorAll("tbody tr")) tr.classList.toggle("selected", tr.dataset.run === runId);
@@ -678,6 +708,7 @@ async function openRun(runId) {
   }
   record.runId = runId;
   record.steps = steps;
+  record.key = null;
   $("rec-run").hidden = false;
   $("rec-run-title").textContent = `Run ${short(runId)}: ${steps.length} steps`;
   const list = $("rec-steps");
@@ -727,9 +758,28 @@ async function showStep() {
       td.textContent = c;
       tr.appendChild(td);
     }
+    tr.tabIndex = 0;
+    tr.title = "show the whole value";
+    const show = () => attempt(() => showRecordedValue(step.step, key.key));
+    tr.addEventListener("click", show);
+    tr.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") show();
+    });
     body.appendChild(tr);
   }
   $("rec-state").dataset.step = String(step.step);
+  if (record.key && data.keys.some((k) => k.key === record.key)) await showRecordedValue(step.step, record.key);
+  else $("rec-value").hidden = true;
+}
+
+async function showRecordedValue(stepNumber, key) {
+  const path = joinPath("", key);
+  const data = await get(`/records/runs/${encodeURIComponent(record.runId)}/state?step=${stepNumber}&path=${encodeURIComponent(path)}`);
+  record.key = key;
+  const box = $("rec-value");
+  box.hidden = false;
+  $("rec-value-title").textContent = `${path} after step ${stepNumber}`;
+  renderTree($("rec-tree"), data.value, { editable: false, expand: new Set() });
 }
 
 $("rec-slider").addEventListener("input", () => attempt(showStep));

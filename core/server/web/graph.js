@@ -47,6 +47,7 @@ export class GraphView {
     this.hits = new Map(); // id -> count
     this.marks = new Map(); // id -> {before, after}
     this.nodes = new Map(); // id -> <g>
+    this.clusters = new Map(); // id of a node running a subgraph, drawn as a box -> <g>
     this.names = []; // every unit id that can take a breakpoint
   }
 
@@ -60,8 +61,20 @@ export class GraphView {
     return this.names.slice();
   }
 
+  /** The id of the drawn node that shows unit ``path``/``node``: itself, or the closest
+   * enclosing node drawn (a call inside a node, a node of a collapsed subgraph). */
+  shown(path, node) {
+    const parts = [...(path || []), node];
+    while (parts.length) {
+      const id = parts.join("/");
+      if (this.has(id)) return id;
+      parts.pop();
+    }
+    return null;
+  }
+
   has(id) {
-    return this.nodes.has(id);
+    return this.nodes.has(id) || this.clusters.has(id);
   }
 
   setState(id, state) {
@@ -82,7 +95,7 @@ export class GraphView {
   reset() {
     this.states.clear();
     this.hits.clear();
-    for (const id of this.nodes.keys()) this.paint(id);
+    for (const id of [...this.nodes.keys(), ...this.clusters.keys()]) this.paint(id);
   }
 
   setBreakpoints(breakpoints) {
@@ -103,6 +116,13 @@ export class GraphView {
   }
 
   paint(id) {
+    const box = this.clusters.get(id);
+    if (box) {
+      const state = this.states.get(id) || "idle";
+      box.setAttribute("class", `cluster state-${state}`);
+      box.dataset.state = state;
+      return;
+    }
     const g = this.nodes.get(id);
     if (!g) return;
     const state = this.states.get(id) || "idle";
@@ -195,6 +215,7 @@ export class GraphView {
     const svg = this.svg;
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     this.nodes.clear();
+    this.clusters.clear();
     this.names = [];
     const description = this.description;
     if (!description || !Array.isArray(description.nodes) || !description.nodes.length) {
@@ -203,11 +224,14 @@ export class GraphView {
       svg.setAttribute("viewBox", "0 0 400 60");
       return;
     }
-    const graph = new this.dagre.graphlib.Graph({ multigraph: true, compound: true });
-    graph.setGraph({ rankdir: "TB", nodesep: 36, ranksep: 44, edgesep: 14, marginx: 16, marginy: 16 });
-    graph.setDefaultEdgeLabel(() => ({}));
-    this.build(description, "", graph, null, null);
-    this.dagre.layout(graph);
+    // top to bottom, unless left to right shows the graph larger in the panel
+    const box = svg.parentElement ? svg.parentElement.getBoundingClientRect() : { width: 0, height: 0 };
+    let graph = this.layout(description, "TB");
+    if (box.width > 0 && box.height > 0) {
+      const scale = (g) => Math.min(box.width / g.graph().width, box.height / g.graph().height);
+      const wide = this.layout(description, "LR");
+      if (scale(wide) > scale(graph) * 1.15) graph = wide;
+    }
 
     const defs = el("defs", {}, svg);
     const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);
@@ -218,6 +242,7 @@ export class GraphView {
       const n = graph.node(id);
       if (n.kind !== "cluster") continue;
       const g = el("g", { class: "cluster", "data-cluster": id }, layers.clusters);
+      this.clusters.set(id, g);
       el("rect", { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height, rx: 8 }, g);
       this.clusterHead(g, id, n);
     }
@@ -239,8 +264,23 @@ export class GraphView {
       this.drawNode(layers.nodes, id, n);
     }
     const g = graph.graph();
-    svg.setAttribute("viewBox", `0 0 ${Math.max(g.width || 0, 200)} ${Math.max(g.height || 0, 100)}`);
-    for (const id of this.nodes.keys()) this.paint(id);
+    const width = Math.max(g.width || 0, 200);
+    const height = Math.max(g.height || 0, 100);
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    // drawn at its size, shrunk (never enlarged) to fit the panel: see #graph in app.css
+    svg.setAttribute("width", String(width));
+    svg.setAttribute("height", String(height));
+    for (const id of [...this.nodes.keys(), ...this.clusters.keys()]) this.paint(id);
+  }
+
+  layout(description, rankdir) {
+    this.names = [];
+    const graph = new this.dagre.graphlib.Graph({ multigraph: true, compound: true });
+    graph.setGraph({ rankdir, nodesep: 30, ranksep: 44, edgesep: 14, marginx: 16, marginy: 16 });
+    graph.setDefaultEdgeLabel(() => ({}));
+    this.build(description, "", graph, null, null);
+    this.dagre.layout(graph);
+    return graph;
   }
 
   clusterHead(g, id, n) {

@@ -119,6 +119,7 @@ def _token_of(query: str) -> str:
 def add_web(app: FastAPI) -> None:
     """Serve the page at ``/ui/`` on ``app``, and send a browser asking ``GET /`` for HTML
     there (API clients keep getting the JSON of ``GET /``)."""
+
     @app.get(UI_PATH, include_in_schema=False)
     def page(request: Request) -> Response:
         data = _read("index.html")

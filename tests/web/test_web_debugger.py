@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Served, Shots, open_page, require_browser, start_ui, stop_ui
+from web_browser import (
+    Served,
+    Shots,
+    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
+    browser_fixture,  # noqa: F401  (the fixture browser)
+    open_page,
+    require_browser,
+    start_ui,
+    stop_ui,
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +78,9 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
 
     # edit the output in place: the route changes from refund to answer
     page.get_by_role("button", name="edit intent").click()
-    editor = page.get_by_role("textbox", name="new value of intent (JSON; plain text is taken as a string)")
+    editor = page.get_by_role(
+        "textbox", name="new value of intent (JSON; plain text is taken as a string)"
+    )
     editor.fill('"question"')
     editor.press("Enter")
     expect(intent).to_have_text('"question"')
@@ -90,17 +101,30 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(page.locator("#run-summary")).to_contain_text("completed")
     for name in ("classify", "answer", "sign"):
         expect(node(name)).to_have_attribute("data-state", "done")
-        expect(node(name).locator(".hits")).to_have_text("×1")
+        expect(node(name).locator(".hits")).to_have_text("×1")  # noqa: RUF001
     expect(page.locator("#timeline .block")).to_have_count(3)
     expect(page.locator("#log")).to_contain_text("completed")
     shot("completed")
 
-    # a second run without the breakpoint takes the refund route
+    # a second run without the breakpoint takes the refund route; a logpoint on sign, with a
+    # condition, writes the reply to the run log
     node("classify").click(modifiers=["Shift"])
     expect(node("classify")).to_have_attribute("data-break-after", "false")
+    page.get_by_role("tab", name="Breakpoints").click()
+    pane = page.locator("#pane-breakpoints")
+    pane.get_by_label("Where").select_option("log")
+    pane.get_by_label("Name").fill("sign")
+    pane.get_by_label("Condition").fill("state['escalated']")
+    pane.get_by_label("Message").fill("signing: {state[reply]}")
+    pane.get_by_role("button", name="Add breakpoint").click()
+    expect(page.locator("#bp-list")).to_contain_text('logpoint sign "signing: {state[reply]}"')
     page.get_by_role("button", name="Start run").click()
     expect(node("refund")).to_have_attribute("data-state", "done")
     expect(page.locator("#run-summary")).to_contain_text("completed")
+    expect(page.locator("#log .log-point")).to_have_count(1)
+    expect(page.locator("#log .log-point")).to_contain_text(
+        "signing: We have opened a refund for your order."
+    )
 
     # the record: both runs, newest first
     page.get_by_role("tab", name="Record").click()
@@ -147,6 +171,23 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(table.locator("tr", has_text="refund").locator("td").nth(1)).to_have_text("0")
     expect(table.locator("tr", has_text="refund").locator("td").nth(2)).to_have_text("1")
     shot("diff")
+
+    # terminate a held run: it ends terminated, and the record's filter finds it
+    node("answer").click()
+    page.get_by_label("Input").fill('{"ticket": "How do I reset my password?"}')
+    page.get_by_role("button", name="Start run").click()
+    expect(page.locator("#stop-list li")).to_contain_text("before node answer")
+    page.get_by_role("button", name="Terminate").click()
+    expect(page.locator("#run-summary")).to_contain_text("terminated")
+    expect(page.locator("#stop-list li")).to_have_count(0)
+    page.get_by_role("tab", name="Record").click()
+    expect(rows).to_have_count(3)
+    page.get_by_label("Status").select_option("terminated")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("terminated")
+    page.locator("#rec-name").fill("nothing*")
+    page.get_by_role("button", name="Refresh").click()
+    expect(rows).to_have_count(0)
 
     assert not errors, errors
     context.close()

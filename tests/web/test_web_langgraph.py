@@ -15,7 +15,16 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
-from conftest import Served, Shots, open_page, require_browser, start_ui, stop_ui
+from web_browser import (
+    Served,
+    Shots,
+    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
+    browser_fixture,  # noqa: F401  (the fixture browser)
+    open_page,
+    require_browser,
+    start_ui,
+    stop_ui,
+)
 from web_targets import AGENT_INPUT
 
 TARGETS = "tests/web/web_targets.py"
@@ -68,7 +77,7 @@ def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) 
     page.get_by_role("button", name="Start run").click()
     stop = page.locator("#stop-list li")
     expect(stop).to_have_count(1)
-    expect(stop).to_contain_text("before tool tools › search")
+    expect(stop).to_contain_text("before tool tools › search")  # noqa: RUF001
     # the call is inside the tools node, which is shown held
     expect(node("tools")).to_have_attribute("data-state", "held")
     expect(page.locator('#view-tabs [data-view="input"]')).to_have_attribute("aria-pressed", "true")
@@ -78,7 +87,9 @@ def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) 
 
     # a number is not a destination: the tool's schema refuses it, and the page says why
     page.get_by_role("button", name="edit destination").click()
-    editor = page.get_by_role("textbox", name="new value of destination (JSON; plain text is taken as a string)")
+    editor = page.get_by_role(
+        "textbox", name="new value of destination (JSON; plain text is taken as a string)"
+    )
     editor.fill("5")
     editor.press("Enter")
     refusal = page.locator("#stop-error")
@@ -94,8 +105,8 @@ def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) 
     page.get_by_role("button", name="Continue F8").click()
     expect(page.locator("#run-summary")).to_contain_text("completed")
     # the model ran twice, the tool node once; their calls are on the timeline
-    expect(node("agent").locator(".hits")).to_have_text("×2")
-    expect(node("tools").locator(".hits")).to_have_text("×1")
+    expect(node("agent").locator(".hits")).to_have_text("×2")  # noqa: RUF001
+    expect(node("tools").locator(".hits")).to_have_text("×1")  # noqa: RUF001
     expect(page.locator("#timeline .block.k-tool")).to_have_count(1)
     expect(page.locator("#timeline .block.k-llm")).to_have_count(2)
     shot("agent-done")
@@ -154,7 +165,7 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     page.get_by_role("button", name="Start run").click()
     stops = page.locator("#stop-list li")
     expect(stops).to_have_count(1)
-    expect(stops).to_contain_text("before node sub › c2")
+    expect(stops).to_contain_text("before node sub › c2")  # noqa: RUF001
     expect(node("sub/c2")).to_have_attribute("data-state", "held")
     expect(node("sub/c1")).to_have_attribute("data-state", "done")
     # c1 finished in the nested run, which has its own lane
@@ -177,7 +188,9 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     expect(node("left")).to_have_attribute("data-state", "held")
     expect(node("join")).to_have_attribute("data-state", "idle")
     shot("one-resumed")
-    page.locator('#stop-list li[data-stop-node="left"]').get_by_role("button", name="Continue").click()
+    page.locator('#stop-list li[data-stop-node="left"]').get_by_role(
+        "button", name="Continue"
+    ).click()
     expect(stops).to_have_count(0)
     expect(node("join")).to_have_attribute("data-state", "done")
     for name in ("left", "right", "fan", "sub/c1", "sub/c2"):

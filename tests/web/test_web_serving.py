@@ -11,15 +11,16 @@ from typing import Any
 
 import pytest
 
+import flowdbg
+from flowdbg.adapters.stategraph import END, StateGraph
+
 for _name in ("fastapi", "uvicorn", "websockets", "httpx"):
     pytest.importorskip(_name)
 
-import httpx
-from websockets.sync.client import connect
+import httpx  # noqa: E402  (after the skip: the server extra may be missing)
+from websockets.sync.client import connect  # noqa: E402
 
-import flowdbg
-from flowdbg.adapters.stategraph import END, StateGraph
-from flowdbg.server._web import asset_names
+from flowdbg.server._web import asset_names  # noqa: E402
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
@@ -55,7 +56,9 @@ def test_the_page_and_its_files_need_the_token(server: Any, name: str) -> None:
     refused = httpx.get(url)
     assert refused.status_code == 401
     assert refused.json()["error"]["type"] == "Unauthorized"
-    wrong = httpx.get(url, params={"token": server.token[:-1] + ("A" if server.token[-1] != "A" else "B")})
+    wrong = httpx.get(
+        url, params={"token": server.token[:-1] + ("A" if server.token[-1] != "A" else "B")}
+    )
     assert wrong.status_code == 401
     ok = httpx.get(url, params={"token": server.token})
     assert ok.status_code == 200, ok.text
@@ -80,7 +83,7 @@ def test_the_page_passes_its_token_to_its_files(server: Any) -> None:
     assert f"/ui/app.js?token={server.token}" in page
     assert "__FLOWDBG_TOKEN__" not in page
     # no inline script: the policy would block it
-    assert "<script>" not in page and "<script type=\"module\">" not in page
+    assert "<script>" not in page and '<script type="module">' not in page
     # nothing loaded from elsewhere
     assert "http://" not in page and "https://" not in page
 
@@ -123,7 +126,9 @@ def test_step_events_say_where_and_when_the_unit_ran(server: Any) -> None:
     ws_url = server.base_url.replace("http", "ws", 1) + f"/events?token={server.token}"
     with connect(ws_url, open_timeout=10) as ws:
         assert json.loads(ws.recv(timeout=10))["type"] == "hello"
-        httpx.post(f"{server.base_url}/runs", params={"token": server.token}, json={"input": {"n": 1}})
+        httpx.post(
+            f"{server.base_url}/runs", params={"token": server.token}, json={"input": {"n": 1}}
+        )
         steps = []
         while len(steps) < 2:
             event = json.loads(ws.recv(timeout=10))

@@ -162,7 +162,7 @@ const refreshBreakpoints = async () => {
     li.dataset.bp = bp.id;
     const text = document.createElement("span");
     const where = bp.type === "node" ? `${(bp.positions || []).join("/")} ${bp.pattern}` : `${bp.type} ${bp.pattern}`;
-    text.textContent = `${bp.id}: ${where}${bp.condition ? ` if ${bp.condition}` : ""}${bp.hit_condition ? ` (hit ${bp.hit_condition})` : ""} · ${bp.hits} hit${bp.hits === 1 ? "" : "s"}`;
+    text.textContent = `${bp.id}: ${where}${bp.message ? ` "${bp.message}"` : ""}${bp.condition ? ` if ${bp.condition}` : ""}${bp.hit_condition ? ` (hit ${bp.hit_condition})` : ""} · ${bp.hits} hit${bp.hits === 1 ? "" : "s"}`;
     li.appendChild(text);
     const remove = document.createElement("button");
     remove.type = "button";
@@ -183,13 +183,19 @@ $("bp-form").addEventListener("submit", async (ev) => {
   const condition = $("bp-condition").value.trim();
   const body = { type: $("bp-type").value, pattern: $("bp-node").value.trim() || "*" };
   if (condition) body.condition = condition;
+  if (body.type === "log") body.message = $("bp-message").value;
   const made = await attempt(() => post("/breakpoints", body));
   if (made) {
     $("bp-condition").value = "";
+    $("bp-message").value = "";
     $("bp-node").value = "";
     for (const warning of made.warnings || []) showAlert(warning);
   }
   await refreshBreakpoints();
+});
+
+$("bp-type").addEventListener("change", () => {
+  $("bp-message-label").hidden = $("bp-type").value !== "log";
 });
 
 // ------------------------------------------------------------------------------ stops

@@ -1,5 +1,7 @@
-"""Fixtures of the browser tests: a real ``flowdbg ui`` on a free loopback port, Debian's
-Chromium driven by Playwright, and a folder for the screenshots of each stage.
+"""Fixtures and helpers of the browser tests: a real ``flowdbg ui`` on a free loopback port,
+Debian's Chromium driven by Playwright, and a folder for the screenshots of each stage. (Not a
+conftest.py: other test folders import their conftest by name, which a second one would shadow;
+the test modules import these fixtures.)
 
 Without Chromium or Playwright these tests skip, saying which is missing; with
 ``FLOWDBG_REQUIRE_BROWSER=1`` (the tox env ``web`` sets it) they fail instead, so that CI
@@ -54,8 +56,9 @@ def require_browser() -> None:
     pytest.skip(f"browser tests need a browser: {why}")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@pytest.fixture(name="browser", scope="module")
+def browser_fixture() -> Iterator[Any]:
+    """Debian's Chromium, headless, for the module's tests."""
     require_browser()
     from playwright.sync_api import expect, sync_playwright
 
@@ -111,15 +114,15 @@ def start_ui(tmp: Path, *args: str) -> Served:
 def stop_ui(served: Served) -> None:
     served.proc.send_signal(signal.SIGINT)
     try:
-        out, err = served.proc.communicate(timeout=30)
+        _, err = served.proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         served.proc.kill()
-        out, err = served.proc.communicate()
+        _, err = served.proc.communicate()
     assert served.proc.returncode == 0, err
 
 
-@pytest.fixture
-def artifacts(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+@pytest.fixture(name="artifacts")
+def artifacts_fixture(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
     """Where this test's screenshots go: ``$FLOWDBG_WEB_ARTIFACTS/MODULE/TEST``."""
     base = os.environ.get("FLOWDBG_WEB_ARTIFACTS")
     if not base:
@@ -154,7 +157,8 @@ def open_page(browser: Any, served: Served) -> tuple[Any, Any, list[str]]:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
     page.on(
-        "console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None
+        "console",
+        lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None,
     )
     page.goto(served.url)
     expect(page.locator("body")).to_have_attribute("data-ready", "true")

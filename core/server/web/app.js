@@ -91,6 +91,10 @@ const ui = {
   currentRun: null,
   lastSeq: null,
   heldAt: new Map(), // stop id -> node id
+  gone: new Set(), // ids of stops resumed (their stop event may come after)
+  active: new Set(), // top-level runs started and not ended
+  statusRead: false,
+  reconnecting: false,
 };
 
 const graph = new GraphView($("graph"), dagre, { onToggle: toggleBreakpoint });
@@ -209,15 +213,48 @@ function locationText(loc) {
   return parts.join(" · ");
 }
 
-const refreshStops = coalesce(async () => {
+// The open stops: read whole once (GET /stops), then kept from the events: a stop event
+// fetches that stop (GET /stops/{id}), a resume event drops it. A stop carries its values,
+// which may be large, so the list is not read again at every event.
+const syncStops = coalesce(async () => {
   const data = await get("/stops");
   ui.stops = data.stops;
+  applyStops(true);
+});
+
+async function addStop(stopId) {
+  let stop;
+  try {
+    stop = await get(`/stops/${encodeURIComponent(stopId)}`);
+  } catch (err) {
+    if (err.status === 404) return; // resumed already: its resume event drops it
+    throw err;
+  }
+  if (ui.stops.some((s) => s.id === stop.id) || ui.gone.has(stop.id)) return;
+  ui.stops.push(stop);
+  ui.stops.sort((a, b) => a.created_at - b.created_at);
+  applyStops(ui.selected === null);
+}
+
+function dropStop(stopId) {
+  ui.gone.add(stopId);
+  const before = ui.stops.length;
+  ui.stops = ui.stops.filter((s) => s.id !== stopId);
+  if (ui.stops.length !== before) applyStops(ui.selected === stopId);
+}
+
+function replaceStop(stop) {
+  ui.stops = ui.stops.map((s) => (s.id === stop.id ? stop : s));
+  applyStops(ui.selected === stop.id);
+}
+
+function applyStops(detail) {
   const ids = new Set(ui.stops.map((s) => s.id));
   // nodes held at a stop that is gone are running again until their step event
   for (const [stopId, node] of ui.heldAt) {
     if (!ids.has(stopId)) {
       ui.heldAt.delete(stopId);
-      if (graph.state(node) === "held") graph.setState(node, "running");
+      if (graph.state(node) === "held" && ![...ui.heldAt.values()].includes(node)) graph.setState(node, "running");
     }
   }
   for (const stop of ui.stops) {
@@ -229,10 +266,12 @@ const refreshStops = coalesce(async () => {
   if (!ids.has(ui.selected)) {
     ui.selected = ui.stops.length ? ui.stops[0].id : null;
     ui.view = null;
+    detail = true;
   }
   renderStops();
-  await renderStopDetail();
-});
+  updateBadge();
+  if (detail) attempt(renderStopDetail);
+}
 
 function renderStops() {
   $("stop-count").textContent = String(ui.stops.length);
@@ -280,8 +319,9 @@ function renderStops() {
 
 async function resume(stopId, action) {
   if (!stopId) return;
-  await attempt(() => post(`/stops/${encodeURIComponent(stopId)}/${action}`));
-  refreshStops();
+  const done = await attempt(() => post(`/stops/${encodeURIComponent(stopId)}/${action}`));
+  if (done) dropStop(stopId);
+  else syncStops(); // it was gone already: read the list again
 }
 
 function selectedStop() {
@@ -337,14 +377,13 @@ async function renderStopDetail() {
         parsed = text; // plain text is a string
       }
       try {
-        await post(`/stops/${encodeURIComponent(stop.id)}/set`, { path, value: parsed });
+        replaceStop(await post(`/stops/${encodeURIComponent(stop.id)}/set`, { path, value: parsed }));
       } catch (err) {
         const box = $("stop-error");
         box.textContent = `${err.type}: ${err.message}`;
         box.hidden = false;
         throw err;
       }
-      refreshStops();
     },
   });
   const diffBox = $("diff");
@@ -374,7 +413,7 @@ $("btn-pause").addEventListener("click", () => attempt(() => post("/pause")));
 $("btn-terminate").addEventListener("click", async () => {
   const done = await attempt(() => post("/terminate"));
   if (done) logLine(`terminated ${done.runs.length} run(s)`, "log-run");
-  refreshStops();
+  syncStops();
 });
 
 document.addEventListener("keydown", (ev) => {
@@ -520,14 +559,26 @@ $("run-clear").addEventListener("click", () => {
 
 // ---------------------------------------------------------------------------- events
 
+// The debugger's state, from what the events say: stopped while a stop is open, running
+// while a top-level run is active, else idle (GET /status tells it at start).
+function updateBadge() {
+  const state = ui.stops.length ? "stopped" : ui.active.size ? "running" : "idle";
+  $("state").textContent = state;
+  $("state").dataset.state = state;
+}
+
+// The units running now (GET /status), to show them running; read only while nothing is
+// stopped, since the status carries the open stops with their values.
 const refreshStatus = coalesce(async () => {
+  if (ui.stops.length && ui.statusRead) return;
   const status = await get("/status");
-  $("state").textContent = status.state;
-  $("state").dataset.state = status.state;
+  ui.statusRead = true;
+  for (const runId of status.runs || []) if (!ui.runs.has(runId) || !ui.runs.get(runId).parent) ui.active.add(runId);
   for (const unit of status.running || []) {
-    const id = nodeId(unit.path, unit.node);
-    if (graph.has(id) && graph.state(id) !== "held") graph.setState(id, "running");
+    const id = graph.shown(unit.path, unit.node);
+    if (id !== null && graph.state(id) !== "held") graph.setState(id, "running");
   }
+  updateBadge();
 });
 
 const refreshRecord = coalesce(() => loadRuns());
@@ -540,6 +591,7 @@ function onEvent(message) {
       const parent = data.parent_run_id ? ui.runs.get(data.parent_run_id) : null;
       ui.runs.set(data.run_id, { name: data.name, parent: data.parent_run_id, depth: parent ? parent.depth + 1 : 0, status: data.status });
       if (!data.parent_run_id) {
+        ui.active.add(data.run_id);
         ui.currentRun = data.run_id;
         graph.reset();
         clearTimeline();
@@ -551,6 +603,7 @@ function onEvent(message) {
     case "run_end": {
       const run = ui.runs.get(data.run_id);
       if (run) run.status = data.status;
+      ui.active.delete(data.run_id);
       const error = data.error ? `: ${data.error.type}: ${data.error.message}` : "";
       logLine(`run ${short(data.run_id)} ${data.status}${error}`, data.error ? "log-error" : "log-run");
       if (data.run_id === ui.currentRun) $("run-summary").textContent = `run ${short(data.run_id)} ${data.status}`;
@@ -582,29 +635,30 @@ function onEvent(message) {
       }
       logLine(`stop ${data.id}: ${data.reason} at ${locationText(data.location)}`, "log-stop");
       selectTab("stops");
-      refreshStops();
+      attempt(() => addStop(data.id));
       refreshBreakpoints();
       break;
     }
     case "resume":
       logLine(`stop ${data.stop} resumed (${data.action})`, "log-resume");
-      refreshStops();
+      dropStop(data.stop);
       break;
     case "log":
       logLine(`log ${data.breakpoint}: ${data.message}`, "log-point");
       break;
     case "released":
       logLine(`released stops ${(data.stops || []).join(", ")}: ${data.reason}`, "log-run");
-      refreshStops();
+      syncStops();
       break;
     case "gap":
       logLine(`missed events ${data.since + 1} to ${data.first_kept - 1}`, "log-error");
-      refreshStops();
+      syncStops();
       break;
     default:
       break; // a newer server's event type: ignored, as the protocol asks
   }
-  refreshStatus();
+  updateBadge();
+  if (message.type === "step" && !ui.stops.length) refreshStatus();
 }
 
 let backoff = 250;
@@ -614,6 +668,8 @@ function connect() {
   const since = ui.lastSeq === null ? "" : `&since=${ui.lastSeq}`;
   const ws = new WebSocket(`${scheme}://${location.host}/events?token=${encodeURIComponent(TOKEN)}${since}`);
   ws.addEventListener("open", () => {
+    if (backoff > 250 || ui.reconnecting) syncStops(); // what changed while it was away
+    ui.reconnecting = false;
     backoff = 250;
     $("conn").textContent = "live";
     $("conn").className = "badge conn-up";
@@ -632,6 +688,7 @@ function connect() {
     onEvent(message);
   });
   ws.addEventListener("close", () => {
+    ui.reconnecting = true;
     $("conn").textContent = "offline";
     $("conn").className = "badge conn-down";
     setTimeout(connect, backoff);
@@ -868,8 +925,8 @@ async function main() {
   connect();
   await attempt(loadTarget);
   await attempt(refreshBreakpoints);
-  refreshStops();
-  refreshStatus();
+  await attempt(refreshStatus);
+  syncStops();
   drawTimeline();
   document.body.dataset.ready = "true";
 }

@@ -118,7 +118,7 @@ function addRow(list, key, value, path, options, root = false) {
   }
   const name = document.createElement("span");
   name.className = "key";
-  name.textContent = root ? key : String(key);
+  name.textContent = root ? key : typeof key === "number" ? `[${key}]` : String(key);
   row.appendChild(name);
   const shown = document.createElement("span");
   shown.className = `val t-${kind}`;

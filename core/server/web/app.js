@@ -722,7 +722,7 @@ async function loadRuns() {
     const tr = document.createElement("tr");
     tr.dataset.run = run.run_id;
     tr.tabIndex = 0;
-    tr.className = `s-${run.status}`;
+    tr.className = `s-${run.status}${run.run_id === record.runId ? " selected" : ""}`;
     const cells = [run.short_id, run.name, run.status, run.steps ?? "", run.started_at ? new Date(run.started_at).toLocaleTimeString() : ""];
     for (const c of cells) {
       const td = document.createElement("td");

@@ -201,5 +201,26 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     expect(page.locator("#timeline .lane")).to_have_count(3)
     expect(page.locator("#timeline .lane .lane-label", has_text="∥2")).to_have_count(1)
     shot("parallel-done")
+
+    # pause, then step into the subgraph and out of it, from the keyboard
+    for name in ("left", "right", "sub/c2"):
+        node(name).click()
+        expect(node(name)).to_have_attribute("data-break-before", "false")
+    page.locator("body").press("p")
+    page.get_by_role("button", name="Start run").click()
+    expect(stops).to_have_count(1)
+    expect(stops).to_contain_text("pause before node sub")
+    page.locator("body").press("s")
+    expect(stops).to_contain_text("before node sub › c1")  # noqa: RUF001
+    expect(node("sub/c1")).to_have_attribute("data-state", "held")
+    page.locator("body").press("r")
+    # out of the subgraph: the next point of the enclosing run
+    expect(stops).to_contain_text("step before node fan")
+    expect(node("sub/c2")).to_have_attribute("data-state", "done")
+    expect(page.locator('#graph [data-cluster="sub"]')).to_have_attribute("data-state", "done")
+    shot("stepped-out")
+    page.locator("body").press("c")
+    expect(stops).to_have_count(0)
+    expect(page.locator("#run-summary")).to_contain_text("completed")
     assert not errors, errors
     context.close()

@@ -76,6 +76,14 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(page.get_by_role("button", name="edit ticket")).to_have_count(0)
     page.locator('#view-tabs [data-view="output"]').click()
 
+    # an expression evaluated at the stop, in the condition sandbox (which refuses imports)
+    page.get_by_label("Evaluate").fill("output['confidence'] * 100")
+    page.get_by_role("button", name="Evaluate", exact=True).click()
+    expect(page.locator("#eval-result")).to_have_text("output['confidence'] * 100 = 62")
+    page.get_by_label("Evaluate").fill("__import__('os')")
+    page.get_by_role("button", name="Evaluate", exact=True).click()
+    expect(page.locator("#eval-result")).to_contain_text("ExpressionError")
+
     # edit the output in place: the route changes from refund to answer
     page.get_by_role("button", name="edit intent").click()
     editor = page.get_by_role(
@@ -118,6 +126,13 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     pane.get_by_label("Message").fill("signing: {state[reply]}")
     pane.get_by_role("button", name="Add breakpoint").click()
     expect(page.locator("#bp-list")).to_contain_text('logpoint sign "signing: {state[reply]}"')
+    # a conditional breakpoint is set from the form too, and drawn as a ring
+    pane.get_by_label("Where").select_option("before")
+    pane.get_by_label("Name").fill("refund")
+    pane.get_by_label("Hit").fill("2")
+    pane.get_by_role("button", name="Add breakpoint").click()
+    expect(page.locator("#bp-list")).to_contain_text("before refund (hit 2)")
+    expect(node("refund").locator(".bp-before")).to_have_class("bp-before on cond")
     page.get_by_role("button", name="Start run").click()
     expect(node("refund")).to_have_attribute("data-state", "done")
     expect(page.locator("#run-summary")).to_contain_text("completed")
@@ -172,7 +187,12 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(table.locator("tr", has_text="refund").locator("td").nth(2)).to_have_text("1")
     shot("diff")
 
-    # terminate a held run: it ends terminated, and the record's filter finds it
+    # the breakpoints removed at once; then terminate a held run: it ends terminated, and the
+    # record's filter finds it
+    page.get_by_role("tab", name="Breakpoints").click()
+    page.get_by_role("button", name="Remove all breakpoints").click()
+    expect(page.locator("#bp-count")).to_have_text("0")
+    expect(node("refund")).to_have_attribute("data-break-before", "false")
     node("answer").click()
     page.get_by_label("Input").fill('{"ticket": "How do I reset my password?"}')
     page.get_by_role("button", name="Start run").click()
@@ -189,5 +209,6 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     page.get_by_role("button", name="Refresh").click()
     expect(rows).to_have_count(0)
 
-    assert not errors, errors
+    # the refused expression's answer (400) is the only failed request
+    assert [e for e in errors if "status of 400" not in e] == [], errors
     context.close()

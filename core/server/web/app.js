@@ -188,14 +188,39 @@ $("bp-form").addEventListener("submit", async (ev) => {
   const body = { type: $("bp-type").value, pattern: $("bp-node").value.trim() || "*" };
   if (condition) body.condition = condition;
   if (body.type === "log") body.message = $("bp-message").value;
+  const hit = $("bp-hit").value.trim();
+  if (hit) body.hit_condition = hit;
   const made = await attempt(() => post("/breakpoints", body));
   if (made) {
+    $("bp-hit").value = "";
     $("bp-condition").value = "";
     $("bp-message").value = "";
     $("bp-node").value = "";
     for (const warning of made.warnings || []) showAlert(warning);
   }
   await refreshBreakpoints();
+});
+
+$("bp-clear").addEventListener("click", async () => {
+  await attempt(() => del("/breakpoints"));
+  await refreshBreakpoints();
+});
+
+$("eval-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const stop = selectedStop();
+  const expression = $("eval-input").value.trim();
+  if (!stop || !expression) return;
+  const box = $("eval-result");
+  box.hidden = false;
+  box.classList.remove("failed");
+  try {
+    const result = await post(`/stops/${encodeURIComponent(stop.id)}/evaluate`, { expression });
+    box.textContent = `${expression} = ${JSON.stringify(result.value, null, 1)}`;
+  } catch (err) {
+    box.classList.add("failed");
+    box.textContent = `${err.type}: ${err.message}`;
+  }
 });
 
 $("bp-type").addEventListener("change", () => {
@@ -332,6 +357,10 @@ async function renderStopDetail() {
   const stop = selectedStop();
   $("stop-detail").hidden = !stop;
   $("stop-error").hidden = true;
+  if (!stop || $("eval-result").dataset.stop !== stop.id) {
+    $("eval-result").hidden = true;
+    $("eval-result").dataset.stop = stop ? stop.id : "";
+  }
   if (!stop) return;
   const views = stop.views && stop.views.length ? stop.views : [stop.default_view];
   if (!ui.view || !views.includes(ui.view)) ui.view = stop.default_view;

@@ -108,7 +108,7 @@ export class GraphView {
         if (!re.test(name)) continue;
         const mark = this.marks.get(id) || { before: false, after: false, conditional: false };
         for (const position of bp.positions || []) if (position in mark) mark[position] = true;
-        mark.conditional = mark.conditional || Boolean(bp.condition);
+        mark.conditional = mark.conditional || Boolean(bp.condition || bp.hit_condition);
         this.marks.set(id, mark);
       }
     }
@@ -136,6 +136,9 @@ export class GraphView {
     const mark = this.marks.get(id) || { before: false, after: false };
     g.querySelector(".bp-before")?.classList.toggle("on", mark.before);
     g.querySelector(".bp-after")?.classList.toggle("on", mark.after);
+    // a breakpoint with a condition is drawn as a ring
+    g.querySelector(".bp-before")?.classList.toggle("cond", Boolean(mark.conditional));
+    g.querySelector(".bp-after")?.classList.toggle("cond", Boolean(mark.conditional));
     g.dataset.breakBefore = String(mark.before);
     g.dataset.breakAfter = String(mark.after);
     const where = [mark.before && "before", mark.after && "after"].filter(Boolean).join(" and ");

@@ -281,9 +281,13 @@ def make_app(
         limit: int = Query(50, ge=1, le=500),
         status: str | None = Query(None, max_length=20),
         name: str | None = Query(None, max_length=200, description="a glob of run names"),
+        since: float | None = Query(None, description="started at or after (epoch seconds)"),
+        until: float | None = Query(None, description="started at or before (epoch seconds)"),
     ) -> p.RunList:
         """Recorded top-level runs, newest first."""
-        return service.recorded_runs(offset=offset, limit=limit, status=status, name=name)
+        return service.recorded_runs(
+            offset=offset, limit=limit, status=status, name=name, since=since, until=until
+        )
 
     @app.get("/records/runs/{run_id}", response_model=schemas.RunDetail, tags=["records"])
     def recorded_run(run_id: str) -> schemas.RunDetail:

@@ -435,12 +435,17 @@ class Service:
         limit: int = 50,
         status: str | None = None,
         name: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
     ) -> p.RunList:
-        """Recorded top-level runs, newest first, a page at a time."""
+        """Recorded top-level runs, newest first, a page at a time (started from ``since`` to
+        ``until`` when given, epoch seconds)."""
         from flowdbg.cli._runs import run_dict
 
         store = self._store()
-        rows = store.list_runs(status=status, name=name, limit=offset + limit + 1)
+        rows = store.list_runs(
+            status=status, name=name, since=since, until=until, limit=offset + limit + 1
+        )
         page = rows[offset : offset + limit]
         more = len(rows) > offset + limit
         return p.RunList(

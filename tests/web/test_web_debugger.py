@@ -205,6 +205,8 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     page.get_by_label("Status").select_option("terminated")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("terminated")
+    page.get_by_label("Started").select_option("3600")
+    expect(rows).to_have_count(1)
     page.locator("#rec-name").fill("nothing*")
     page.get_by_role("button", name="Refresh").click()
     expect(rows).to_have_count(0)

@@ -140,3 +140,24 @@ def test_step_events_say_where_and_when_the_unit_ran(server: Any) -> None:
         assert s["branch"] and s["status"] == "completed"
         assert s["started_at"] <= s["ended_at"]
     assert steps[0]["ended_at"] <= steps[1]["started_at"]
+
+
+def test_recorded_runs_are_filtered_by_when_they_started(server: Any) -> None:
+    import time
+
+    token = {"token": server.token}
+    before = time.time()
+    run = httpx.post(f"{server.base_url}/runs", params=token, json={"input": {"n": 1}}).json()
+    wait = httpx.post(f"{server.base_url}/wait", params={**token, "timeout": 10}, timeout=20)
+    assert wait.json()["outcome"] == "ended"
+
+    def listed(**bounds: float) -> list[str]:
+        answer = httpx.get(f"{server.base_url}/records/runs", params={**token, **bounds})
+        assert answer.status_code == 200, answer.text
+        return [r["run_id"] for r in answer.json()["runs"]]
+
+    assert listed() == [run["run_id"]]
+    assert listed(since=before - 60) == [run["run_id"]]
+    assert listed(since=time.time() + 60) == []
+    assert listed(until=before - 60) == []
+    assert listed(since=before - 60, until=time.time() + 60) == [run["run_id"]]

@@ -733,6 +733,7 @@ async function loadRuns() {
   const params = new URLSearchParams({ limit: "50" });
   if ($("rec-status").value) params.set("status", $("rec-status").value);
   if ($("rec-name").value.trim()) params.set("name", $("rec-name").value.trim());
+  if ($("rec-since").value) params.set("since", String(Date.now() / 1000 - Number($("rec-since").value)));
   let data;
   try {
     data = await get(`/records/runs?${params}`);
@@ -880,6 +881,7 @@ $("rec-filter").addEventListener("submit", (ev) => {
   attempt(loadRuns);
 });
 $("rec-status").addEventListener("change", () => attempt(loadRuns));
+$("rec-since").addEventListener("change", () => attempt(loadRuns));
 
 $("rec-diff-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();

@@ -77,6 +77,25 @@ function coalesce(fn) {
   };
 }
 
+/** ``fn`` run at most once every ``ms`` milliseconds however often it is asked for (the
+ * last ask is never lost): a busy run's events must not become a flood of requests, which
+ * the server's rate limit would refuse. */
+function throttle(fn, ms) {
+  let last = 0;
+  let timer = null;
+  const run = coalesce(async () => {
+    last = Date.now();
+    await fn();
+  });
+  return function trigger() {
+    if (timer !== null) return;
+    timer = setTimeout(() => {
+      timer = null;
+      run();
+    }, Math.max(0, last + ms - Date.now()));
+  };
+}
+
 const short = (id) => (id ? String(id).slice(0, 8) : "");
 
 // ------------------------------------------------------------------------------- state
@@ -598,7 +617,7 @@ function updateBadge() {
 
 // The units running now (GET /status), to show them running; read only while nothing is
 // stopped, since the status carries the open stops with their values.
-const refreshStatus = coalesce(async () => {
+const refreshStatus = throttle(async () => {
   if (ui.stops.length && ui.statusRead) return;
   const status = await get("/status");
   ui.statusRead = true;
@@ -608,9 +627,9 @@ const refreshStatus = coalesce(async () => {
     if (id !== null && graph.state(id) !== "held") graph.setState(id, "running");
   }
   updateBadge();
-});
+}, 500);
 
-const refreshRecord = coalesce(() => loadRuns());
+const refreshRecord = throttle(() => loadRuns(), 1000);
 
 function onEvent(message) {
   if (typeof message.seq === "number" && message.seq > 0) ui.lastSeq = message.seq;
@@ -956,7 +975,7 @@ async function main() {
   connect();
   await attempt(loadTarget);
   await attempt(refreshBreakpoints);
-  await attempt(refreshStatus);
+  refreshStatus();
   syncStops();
   drawTimeline();
   document.body.dataset.ready = "true";

@@ -508,11 +508,13 @@ const timeline = { lanes: new Map(), blocks: [], t0: null, t1: null };
 // second lane; without supersteps, a unit takes the first lane of its run free when it
 // starts. Model and tool calls are drawn inside the lane of the unit that made them.
 const slots = new Map(); // "run|superstep" -> units placed
+// units made inside another unit of their run: model and tool calls, an agent's handoffs
+const CALLS = new Set(["tool", "llm", "handoff"]);
 
 function placeBlock(runId, start, end, superstep, kind) {
   const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
   let wanted = null;
-  if (kind === "tool" || kind === "llm") wanted = 0;
+  if (CALLS.has(kind)) wanted = 0;
   else if (superstep !== null && superstep !== undefined) {
     const key = `${runId}|${superstep}`;
     wanted = slots.get(key) || 0;
@@ -533,7 +535,8 @@ function placeBlock(runId, start, end, superstep, kind) {
       continue;
     }
     if (wanted === slot || (wanted === null && lane.busyUntil <= start)) {
-      lane.busyUntil = Math.max(lane.busyUntil, end);
+      // a call is drawn over its node, whose lane it does not take
+      if (!CALLS.has(kind)) lane.busyUntil = Math.max(lane.busyUntil, end);
       return key;
     }
     slot += 1;

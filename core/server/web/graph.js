@@ -195,6 +195,11 @@ export class GraphView {
     for (const e of edges) this.edge(graph, ensure(String(e.source)), ensure(String(e.target)), "solid", "", entries);
     for (const c of conditional) {
       const source = ensure(String(c.source));
+      // targets: a list of names, or a map from the router's answers to names
+      if (c.targets && typeof c.targets === "object" && !Array.isArray(c.targets)) {
+        for (const t of new Set(Object.values(c.targets))) this.edge(graph, source, ensure(String(t)), "dashed", c.router || "", entries);
+        continue;
+      }
       if (!Array.isArray(c.targets)) {
         const any = ensure(`${c.source}→?`, "any");
         graph.node(any).label = "any node";

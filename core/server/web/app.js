@@ -130,6 +130,7 @@ async function loadTarget() {
   }
   ui.target = info.target;
   $("target").textContent = `${info.target.target} (${info.target.adapter})`;
+  document.title = `flowdbg: ${info.target.target}`;
   if (info.target.example_input !== null && info.target.example_input !== undefined) {
     $("run-input").value = JSON.stringify(info.target.example_input);
   }

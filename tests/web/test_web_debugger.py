@@ -62,6 +62,8 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(stop).to_contain_text("after node classify")
     expect(node("classify")).to_have_attribute("data-state", "held")
     expect(page.locator("#state")).to_have_text("stopped")
+    # the timeline shows the unit held
+    expect(page.locator("#timeline .block.held")).to_have_attribute("data-unit", "classify")
     intent = page.locator('#tree li[data-path="intent"] .val')
     expect(intent).to_have_text('"refund"')
     # what the unit changed is listed and highlighted
@@ -111,6 +113,7 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
         expect(node(name)).to_have_attribute("data-state", "done")
         expect(node(name).locator(".hits")).to_have_text("×1")  # noqa: RUF001
     expect(page.locator("#timeline .block")).to_have_count(3)
+    expect(page.locator("#timeline .block.held")).to_have_count(0)
     expect(page.locator("#log")).to_contain_text("completed")
     shot("completed")
 

@@ -169,8 +169,12 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     expect(node("sub/c2")).to_have_attribute("data-state", "held")
     expect(node("sub/c1")).to_have_attribute("data-state", "done")
     # c1 finished in the nested run, which has its own lane
-    expect(page.locator("#timeline .block")).to_have_count(1)
-    expect(page.locator("#timeline .block")).to_have_attribute("data-unit", "c1")
+    done = page.locator("#timeline .block:not(.held)")
+    expect(done).to_have_count(1)
+    expect(done).to_have_attribute("data-unit", "c1")
+    # c2 is held in the same lane
+    expect(page.locator("#timeline .lane")).to_have_count(1)
+    expect(page.locator("#timeline .block.held")).to_have_attribute("data-unit", "c2")
     shot("subgraph-stop")
     page.get_by_role("button", name="Continue F8").click()
 
@@ -178,6 +182,11 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     expect(stops).to_have_count(2)
     expect(node("left")).to_have_attribute("data-state", "held")
     expect(node("right")).to_have_attribute("data-state", "held")
+    # each held branch in a lane of its own
+    held = page.locator("#timeline .block.held")
+    expect(held).to_have_count(2)
+    lanes = page.locator("#timeline .lane")
+    expect(lanes.filter(has=page.locator(".block.held"))).to_have_count(2)
     shot("two-stops")
     right = page.locator('#stop-list li[data-stop-node="right"]')
     right.get_by_role("button", name="Continue").click()

@@ -315,6 +315,7 @@ function applyStops(detail) {
   }
   renderStops();
   updateBadge();
+  drawTimeline();
   if (detail) attempt(renderStopDetail);
 }
 
@@ -512,10 +513,11 @@ const slots = new Map(); // "run|superstep" -> units placed
 // units made inside another unit of their run: model and tool calls, an agent's handoffs
 const CALLS = new Set(["tool", "llm", "handoff"]);
 
-function placeBlock(runId, start, end, superstep, kind) {
+function placeBlock(runId, start, end, superstep, kind, slotWanted = null) {
   const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
-  let wanted = null;
-  if (CALLS.has(kind)) wanted = 0;
+  let wanted = slotWanted;
+  if (wanted !== null) kind = "llm"; // a marker: it takes no time of the lane
+  else if (CALLS.has(kind)) wanted = 0;
   else if (superstep !== null && superstep !== undefined) {
     const key = `${runId}|${superstep}`;
     wanted = slots.get(key) || 0;
@@ -547,14 +549,29 @@ function placeBlock(runId, start, end, superstep, kind) {
 const drawTimeline = coalesce(() => {
   const box = $("timeline");
   box.textContent = "";
-  if (!timeline.blocks.length) {
+  // the units held now, drawn from their stop to now: a lane each in their run's lanes
+  const held = [];
+  const perRun = new Map();
+  let t0 = timeline.t0;
+  let t1 = timeline.t1;
+  for (const stop of ui.stops) {
+    const runId = stop.location.run_id;
+    if (!ui.runs.has(runId)) continue; // a run started before the page was opened
+    const slot = perRun.get(runId) || 0;
+    perRun.set(runId, slot + 1);
+    const lane = placeBlock(runId, stop.created_at, stop.created_at, null, null, slot);
+    held.push({ lane, node: stop.location.node, start: stop.created_at });
+    t0 = t0 === null ? stop.created_at : Math.min(t0, stop.created_at);
+  }
+  if (held.length) t1 = Math.max(t1 ?? t0, Date.now() / 1000, ...held.map((h) => h.start));
+  if (!timeline.blocks.length && !held.length) {
     const p = document.createElement("p");
     p.className = "muted small";
     p.textContent = "The units of the current run appear here as they finish: a lane per run, more for parallel branches.";
     box.appendChild(p);
     return;
   }
-  const span = Math.max(timeline.t1 - timeline.t0, 1e-3);
+  const span = Math.max(t1 - t0, 1e-3);
   for (const [key, lane] of timeline.lanes) {
     const row = document.createElement("div");
     row.className = "lane";
@@ -572,12 +589,24 @@ const drawTimeline = coalesce(() => {
       const block = document.createElement("span");
       block.className = `block k-${b.kind} s-${b.status}`;
       block.dataset.unit = b.node;
-      const left = ((b.start - timeline.t0) / span) * 100;
+      const left = ((b.start - t0) / span) * 100;
       const width = Math.max(((b.end - b.start) / span) * 100, 0.6);
       block.style.left = `${left}%`;
       block.style.width = `${Math.min(width, 100 - left)}%`;
       block.title = `${b.node} (${b.kind}) step ${b.step}: ${b.status}, ${((b.end - b.start) * 1000).toFixed(1)} ms`;
       block.textContent = b.node;
+      track.appendChild(block);
+    }
+    for (const h of held) {
+      if (h.lane !== key) continue;
+      const block = document.createElement("span");
+      block.className = "block held";
+      block.dataset.unit = h.node;
+      const left = Math.min(((h.start - t0) / span) * 100, 96);
+      block.style.left = `${left}%`;
+      block.style.width = `${Math.max(100 - left, 4)}%`;
+      block.title = `${h.node}: held at a stop`;
+      block.textContent = `${h.node} (held)`;
       track.appendChild(block);
     }
     row.appendChild(track);

@@ -1086,7 +1086,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
 
     from ._fork import runs_fork, runs_rerun
     from ._runs import runs_group
-    from ._serve import mcp_command, serve_command
+    from ._serve import mcp_command, serve_command, ui_command
 
     runs_group.add_command(runs_fork)
     runs_group.add_command(runs_rerun)
@@ -1103,6 +1103,7 @@ def make_cli(plugins: Iterable[Any] = ()) -> FlowdbgGroup:
     for command in (
         run_command,
         serve_command,
+        ui_command,
         mcp_command,
         runs_group,
         graph_group,

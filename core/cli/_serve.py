@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +15,7 @@ import click
 
 from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, break_option, db_option
 
-__all__ = ["mcp_command", "serve_command", "server_options", "start_server"]
+__all__ = ["mcp_command", "serve_command", "server_options", "start_server", "ui_command"]
 
 #: the environment variable a token may come from (so that it is not on a command line)
 TOKEN_ENV = "FLOWDBG_TOKEN"
@@ -138,6 +140,36 @@ def serve_command(
     step and resume over HTTP, and follow the runs on the WebSocket /events. Needs
     pip install 'flowdbg[server]'. See docs/server.md.
     """
+    _serve_until_interrupted(
+        ctx,
+        target,
+        breaks=breaks,
+        stop_on_entry=stop_on_entry,
+        no_record=no_record,
+        db=db,
+        host=host,
+        port=port,
+        token=token,
+        on_disconnect=on_disconnect,
+        grace=grace,
+        allowed_hosts=allowed_hosts,
+        rate=rate or None,
+    )
+
+
+def _serve_until_interrupted(
+    ctx: click.Context,
+    target: str,
+    *,
+    breaks: tuple[str, ...],
+    stop_on_entry: bool,
+    no_record: bool,
+    db: str | None,
+    after_start: Any = None,
+    **options: Any,
+) -> None:
+    """Load ``target``, set ``breaks``, serve it until Ctrl-C (``after_start(server)`` is
+    called once it listens)."""
     from flowdbg.server import require
 
     from ._render import Out
@@ -156,19 +188,10 @@ def serve_command(
             except NotImplementedError:
                 description = {}
             _set_breakpoints(dbg, breaks, description, Out())
-        server = start_server(
-            dbg,
-            target=obj,
-            target_name=target,
-            host=host,
-            port=port,
-            token=token,
-            on_disconnect=on_disconnect,
-            grace=grace,
-            allowed_hosts=allowed_hosts,
-            rate=rate or None,
-        )
+        server = start_server(dbg, target=obj, target_name=target, **options)
         try:
+            if after_start is not None:
+                after_start(server)
             with _interruptible() as wait:
                 wait(None)
             click.echo("stopped serving")
@@ -176,6 +199,106 @@ def serve_command(
             server.close()
     finally:
         dbg.close()
+
+
+@click.command("ui", context_settings=_CONTEXT)
+@click.argument("target", required=False)
+@server_options
+@break_option
+@click.option(
+    "--input",
+    "input_text",
+    metavar="JSON",
+    help="the input the page offers for a run (default: the demo's input without TARGET)",
+)
+@click.option("--no-browser", is_flag=True, help="print the page's URL, do not open a browser")
+@click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
+@db_option
+@click.option("--no-record", is_flag=True, help="do not record runs to the database")
+@click.pass_context
+def ui_command(
+    ctx: click.Context,
+    target: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: tuple[str, ...],
+    breaks: tuple[str, ...],
+    input_text: str | None,
+    no_browser: bool,
+    stop_on_entry: bool,
+    db: str | None,
+    no_record: bool,
+) -> None:
+    """The web debugger: serve TARGET and open its page in a browser.
+
+    Without TARGET it serves the offline demo graph of flowdbg demo. The page shows the
+    graph (click a node to break there), the stops with their state (edit it in place), the
+    run's timeline and log, and the recorded runs (step through one, compare two). Prints
+    the page's URL with its token and serves until interrupted (Ctrl-C); no browser is
+    opened with --no-browser, under CI, or without a display. Needs
+    pip install 'flowdbg[server]'. See docs/server.md.
+    """
+    from ._app import adapters_of
+
+    example: Any = None
+    if target is None:
+        _, demo = adapters_of(ctx).demos()["stategraph"]
+        target, example = demo.target, demo.input
+    if input_text is not None:
+        try:
+            example = json.loads(input_text)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(f"not JSON: {exc}", param_hint="--input") from exc
+
+    def opened(server: Any) -> None:
+        url = server.url
+        why = _no_browser_reason(no_browser)
+        if why is not None:
+            click.echo(f"open {url} in a browser ({why})")
+        elif not _open_browser(url):
+            click.echo(f"could not start a browser: open {url} yourself")
+        click.echo("serving until Ctrl-C")
+
+    _serve_until_interrupted(
+        ctx,
+        target,
+        breaks=breaks,
+        stop_on_entry=stop_on_entry,
+        no_record=no_record,
+        db=db,
+        after_start=opened,
+        host=host,
+        port=port,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        example_input=example,
+    )
+
+
+def _no_browser_reason(no_browser: bool) -> str | None:
+    """Why no browser is opened, or ``None`` when one may be."""
+    if no_browser:
+        return "--no-browser"
+    if os.environ.get("CI"):
+        return "CI is set"
+    if (
+        sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd"))
+        and not os.environ.get("DISPLAY")
+        and not os.environ.get("WAYLAND_DISPLAY")
+        and not os.environ.get("BROWSER")
+    ):
+        return "no display"
+    return None
+
+
+def _open_browser(url: str) -> bool:
+    import webbrowser
+
+    try:
+        return webbrowser.open(url)
+    except webbrowser.Error:
+        return False
 
 
 @contextlib.contextmanager

@@ -84,6 +84,8 @@ class DebugServer:
         branches are held: ``"resume"`` (the default) lets them go after ``grace`` seconds
         unless a client reconnects (a ``released`` event says so), ``"keep"`` holds them.
     :param grace: seconds to wait for a client to come back (60 by default).
+    :param example_input: an input the target runs with, offered to clients (the web page
+        fills its run form with it).
     :raises ServerError: for a non-loopback ``host`` without an explicit ``token``.
     :raises ServerUnavailable: when the ``server`` extra is not installed.
     """
@@ -103,6 +105,7 @@ class DebugServer:
         total_rate: float | None = None,
         on_disconnect: str = "resume",
         grace: float = 60.0,
+        example_input: Any = None,
     ) -> None:
         require()
         if on_disconnect not in ("resume", "keep"):
@@ -130,6 +133,7 @@ class DebugServer:
         self.service: Service = Service(dbg, target, target_name=target_name)
         self.service.on_disconnect = on_disconnect
         self.service.grace = grace
+        self.service.example_input = example_input
         self._hosts: set[str] = set()
         self._allowed = tuple(h.lower() for h in allowed_hosts)
         self._port = port
@@ -151,7 +155,8 @@ class DebugServer:
 
     @property
     def url(self) -> str:
-        """The address to open, with the token (``http://127.0.0.1:PORT/?token=...``)."""
+        """The address to open, with the token (``http://127.0.0.1:PORT/?token=...``); a
+        browser opening it gets the web debugger."""
         return f"{self.base_url}/?token={self.token}"
 
     @property

@@ -303,9 +303,13 @@ def make_app(
         limit: Limit = 50,
         status: str | None = Query(None, max_length=20),
         name: str | None = Query(None, max_length=200, description="a glob of run names"),
+        since: float | None = Query(None, description="started at or after (epoch seconds)"),
+        until: float | None = Query(None, description="started at or before (epoch seconds)"),
     ) -> p.RunList:
         """Recorded top-level runs, newest first."""
-        return service.recorded_runs(offset=offset, limit=limit, status=status, name=name)
+        return service.recorded_runs(
+            offset=offset, limit=limit, status=status, name=name, since=since, until=until
+        )
 
     @app.get("/records/runs/{run_id}", response_model=schemas.RunDetail, tags=["records"])
     def recorded_run(run_id: str) -> schemas.RunDetail:
@@ -395,6 +399,12 @@ def make_app(
     def rerun(run_id: str, req: p.Rerun) -> p.RunStarted:
         """Run the run again from its input, unchanged model and tool calls served."""
         return service.rerun(run_id, req)
+
+    # ------------------------------------------------------------------- the page
+
+    from ._web import add_web
+
+    add_web(app)
 
     # --------------------------------------------------------------------- events
 

@@ -129,17 +129,29 @@ class EventJournal:
 
     @hookimpl
     def flowdbg_on_step(self, unit: Unit) -> None:
-        """Publish ``step``: which unit finished and how (no values: they are in the record)."""
+        """Publish ``step``: which unit finished and how (no values: they are in the record),
+        where (its run's path of nodes, its branch) and when."""
         self.publish(
             "step",
             {
                 "run_id": unit.run.run_id,
+                "parent_run_id": unit.run.info.parent_run_id,
                 "step": unit.step,
                 "node": unit.node,
                 "kind": unit.kind,
                 "status": unit.status,
+                "path": list(unit.run.path),
+                "branch": unit.branch,
+                "superstep": unit.superstep,
+                "started_at": _time(unit, "started_at"),
+                "ended_at": _time(unit, "ended_at"),
             },
         )
+
+
+def _time(unit: Unit, name: str) -> float | None:
+    value = unit.record_value(name)  # None when the adapter did not get that far
+    return value if isinstance(value, float) else None
 
 
 def _run(run: RunInfo) -> dict[str, Any]:

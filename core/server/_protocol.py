@@ -96,6 +96,11 @@ class TargetInfo(_Response):
     target: str = Field(description="as given on the command line, or the object's type")
     adapter: str
     graph: dict[str, Any] = Field(description="the adapter's description: nodes, edges...")
+    example_input: Any = Field(
+        default=None,
+        description="an input the target runs with, offered to clients for POST /runs (the "
+        "demo's input, or flowdbg serve --input); null: none known",
+    )
 
 
 class ServerInfo(_Response):
@@ -397,8 +402,9 @@ class EventMessage(_Response):
     The ``data`` of each type: ``run_start`` and ``run_end``: ``run_id``, ``name``,
     ``framework``, ``status``, ``parent_run_id`` (and ``error`` at the end); ``stop``: a
     :class:`StopBrief`; ``resume``: ``stop`` and ``action``; ``log``: ``breakpoint``,
-    ``message`` and ``location``; ``step``: ``run_id``, ``step``, ``node``, ``kind``,
-    ``status``; ``gap``: ``since`` and ``first_kept``; ``released``: ``stops`` and
+    ``message`` and ``location``; ``step``: ``run_id``, ``parent_run_id``, ``step``,
+    ``node``, ``kind``, ``status``, ``path``, ``branch``, ``superstep``, ``started_at``,
+    ``ended_at``; ``gap``: ``since`` and ``first_kept``; ``released``: ``stops`` and
     ``reason`` (the held stops were resumed because no client stayed connected); ``hello``
     (the first frame, seq 0): ``protocol``, ``last_seq``.
     """

@@ -90,6 +90,8 @@ class Service:
             dbg.attach(target)
             if target_name is None:
                 self.target_name = type(target).__name__
+        #: an input the target runs with, offered to clients (``TargetInfo.example_input``)
+        self.example_input: Any = None
         #: the numbered events the WebSocket clients read
         self.journal = EventJournal()
         dbg.register_plugin(self.journal)
@@ -186,7 +188,10 @@ class Service:
         except NotImplementedError:
             graph = {}
         return p.TargetInfo(
-            target=self.target_name or "", adapter=self.adapter.name, graph=jsonable(graph)
+            target=self.target_name or "",
+            adapter=self.adapter.name,
+            graph=jsonable(graph),
+            example_input=jsonable(self.example_input),
         )
 
     def adapters(self) -> schemas.Adapters:
@@ -487,11 +492,16 @@ class Service:
         limit: int = 50,
         status: str | None = None,
         name: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
     ) -> p.RunList:
-        """Recorded top-level runs, newest first, a page at a time."""
+        """Recorded top-level runs, newest first, a page at a time (started from ``since`` to
+        ``until`` when given, epoch seconds)."""
         store = self._store()
         # one row past the page says whether another page follows
-        rows = store.list_runs(status=status, name=name, limit=offset + limit + 1)
+        rows = store.list_runs(
+            status=status, name=name, since=since, until=until, limit=offset + limit + 1
+        )
         page, paging = paginate(rows, offset, limit)
         return p.RunList(runs=[schemas.Run.model_validate(run_dict(r)) for r in page], **paging)
 

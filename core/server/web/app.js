@@ -243,6 +243,23 @@ $("eval-form").addEventListener("submit", async (ev) => {
   }
 });
 
+$("rewind-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const stop = selectedStop();
+  const step = Number($("rewind-step").value);
+  if (!stop || !Number.isInteger(step) || step < 0) return;
+  const box = $("stop-error");
+  try {
+    const done = await post(`/stops/${encodeURIComponent(stop.id)}/rewind`, { step });
+    box.hidden = true;
+    logLine(`rewound run ${short(done.run_id)} to the state after step ${done.step}`);
+    dropStop(stop.id);
+  } catch (err) {
+    box.hidden = false; // refused (a step that has not ended, say): the stop stays held
+    box.textContent = err.message;
+  }
+});
+
 $("bp-type").addEventListener("change", () => {
   $("bp-message-label").hidden = $("bp-type").value !== "log";
 });
@@ -383,6 +400,10 @@ async function renderStopDetail() {
     $("eval-result").dataset.stop = stop ? stop.id : "";
   }
   if (!stop) return;
+  if ($("rewind-form").dataset.stop !== stop.id) {
+    $("rewind-form").dataset.stop = stop.id;
+    $("rewind-step").value = String(Math.max((stop.location.step || 1) - 1, 0));
+  }
   const views = stop.views && stop.views.length ? stop.views : [stop.default_view];
   if (!ui.view || !views.includes(ui.view)) ui.view = stop.default_view;
   const tabs = $("view-tabs");
@@ -662,7 +683,10 @@ const refreshStatus = throttle(async () => {
   updateBadge();
 }, 500);
 
-const refreshRecord = throttle(() => loadRuns(), 1000);
+const refreshRecord = throttle(async () => {
+  await loadRuns();
+  if (record.runId && !$("pane-record").hidden) await showMade(record.runId); // a fork ended
+}, 1000);
 
 function onEvent(message) {
   if (typeof message.seq === "number" && message.seq > 0) ui.lastSeq = message.seq;
@@ -877,8 +901,89 @@ async function openRun(runId) {
   slider.max = String(Math.max(steps.length, 1));
   slider.value = String(Math.max(steps.length, 1));
   slider.disabled = !steps.length;
+  $("rec-travel-note").textContent = "";
+  $("rec-divergence").hidden = true;
   await showStep();
+  await showMade(runId);
 }
+
+async function showMade(runId) {
+  const tree = await get(`/records/runs/${encodeURIComponent(runId)}/timeline`);
+  const list = $("rec-made-list");
+  list.textContent = "";
+  const walk = (entry, depth) => {
+    for (const made of entry.made) {
+      const run = made.run;
+      const li = document.createElement("li");
+      li.style.marginLeft = `${depth}em`;
+      const where = run.origin === "rerun" ? "" : run.fork_step ? ` after step ${run.fork_step}` : " from the input";
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "small-btn";
+      b.dataset.run = run.run_id;
+      b.textContent = `${run.origin} ${run.short_id}${where}: ${run.status}${made.cached ? `, ${made.cached} served from the record` : ""}`;
+      b.title = "where it departs from its run";
+      b.addEventListener("click", () => attempt(() => showDivergence(run.run_id)));
+      li.appendChild(b);
+      const open = document.createElement("button");
+      open.type = "button";
+      open.className = "small-btn";
+      open.textContent = "open";
+      open.setAttribute("aria-label", `open run ${run.short_id}`);
+      open.addEventListener("click", () => attempt(() => openRun(run.run_id)));
+      li.appendChild(open);
+      list.appendChild(li);
+      walk(made, depth + 1);
+    }
+  };
+  walk(tree, 0);
+  $("rec-made").hidden = !list.children.length;
+}
+
+async function showDivergence(runId) {
+  const report = await get(`/records/runs/${encodeURIComponent(runId)}/divergence`);
+  const box = $("rec-divergence");
+  box.hidden = false;
+  box.textContent = "";
+  const first = report.first_divergence;
+  const head = document.createElement("p");
+  head.className = "divergence";
+  head.textContent = first
+    ? `${short(runId)} departs at its step ${first.step_b ?? "–"} (${first.kind}): ${first.detail}`
+    : `${short(runId)} did not depart: the same units ran with the same states and outcomes.`;
+  box.appendChild(head);
+  const lines = [];
+  if (report.edited.length) lines.push(`started from an edited state: ${report.edited.join(", ")}`);
+  if (first && first.kind === "state" && first.paths.length) {
+    lines.push(`${first.paths[0] || "(root)"}: ${JSON.stringify(report.old)} → ${JSON.stringify(report.new)}`);
+  }
+  const calls = report.calls;
+  if (calls.recorded || calls.served || calls.live) {
+    lines.push(`calls: ${calls.served} served from the record, ${calls.live} run live (the run made ${calls.recorded})`);
+  }
+  for (const text of lines) {
+    const p = document.createElement("p");
+    p.textContent = text;
+    box.appendChild(p);
+  }
+}
+
+async function travel(kind) {
+  const step = record.steps[Number($("rec-slider").value) - 1];
+  if (!record.runId) return;
+  const body = kind === "fork" ? { step: step ? step.step : 0 } : {};
+  const note = $("rec-travel-note");
+  try {
+    const started = await post(`/records/runs/${encodeURIComponent(record.runId)}/${kind}`, body);
+    note.textContent = `${kind} ${short(started.run_id || "")} started: its stops show in the Stops tab`;
+    logLine(`started ${kind} ${short(started.run_id || "")} of run ${short(record.runId)}`);
+  } catch (err) {
+    note.textContent = err.message; // refused: which steps can be forked from, say
+  }
+}
+
+$("rec-fork").addEventListener("click", () => travel("fork"));
+$("rec-rerun").addEventListener("click", () => travel("rerun"));
 
 async function showStep() {
   const index = Number($("rec-slider").value) - 1;

@@ -938,8 +938,8 @@ class Debugger:
         if store is None:
             raise ForkError(
                 "this debugger does not record (record=False or FLOWDBG_RECORD=0), so it has "
-                "no runs to fork or rerun; create it with record=True and db= the database of "
-                "the run"
+                "no runs to fork, rerun or rewind; create it with record=True and db= the "
+                "database of the run"
             )
         return store
 
@@ -1284,7 +1284,12 @@ class Debugger:
 
     def terminate(self) -> list[str]:
         """End every active run: open stops and the next point of each branch raise
-        :class:`flowdbg.Terminated`, which reaches the run's caller. Returns the run ids."""
+        :class:`flowdbg.Terminated`, which reaches the run's caller (a run rewound at a stop
+        that has not gone on yet does not go on). Returns the run ids."""
+        for root in self._ctl.active_runs:
+            rewound = root.rewound
+            if rewound is not None:
+                rewound[3].cancelled = True
         return self._ctl.terminate()
 
     def rewind(
@@ -1305,17 +1310,18 @@ class Debugger:
         ``rewind`` of the old one (``origin``, ``forked_from``, ``fork_step``; ``flowdbg runs
         timeline``). Breakpoints, stepping and recording go on as in any run.
 
-        :param step: a step of the run that had ended when the stop was reached (and, for a
+        :param step: a step of the stop's top-level run (at a stop inside a subgraph or a
+            nested workflow, the steps of the run that contains it: ``flowdbg runs show``,
+            the prompt's ``log``) that had ended when the stop was reached (and, for a
             framework with supersteps, that did not run beside other nodes); ``0`` starts
             again from the run's input.
         :param edits: ``{path: value}`` applied to the recorded state first, paths as
             :meth:`set` takes them.
         :param stop_id: the stop (default: the selected one).
         :returns: the stop, resumed.
-        :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, its
-            adapter cannot rewind (no :attr:`Capability.REWIND`), the run was started in a
-            way its adapter cannot restart, or the step cannot be gone back to (the message
-            names the steps that can).
+        :raises flowdbg.timetravel.ForkError: when recording is off, its adapter cannot
+            rewind (no :attr:`Capability.REWIND`), or the step cannot be gone back to (the
+            message names the steps that can).
         :raises flowdbg.NotStoppedError: with no stop.
         """
         from flowdbg.timetravel import ForkError, plan_fork
@@ -1355,8 +1361,12 @@ class Debugger:
             adapter.check_fork(root.target, point)
         except ForkError as exc:
             raise ForkError(f"cannot rewind: {exc}") from None
-        root.rewound = (root.run_id, point, point.run.target)
-        self._ctl.terminate(lambda scope: scope is root)
+        from flowdbg.timetravel import RestartTicket
+
+        ctl = self._ctl
+        ticket = RestartTicket(ctl.worker_started, ctl.worker_finished)
+        root.rewound = (root.run_id, point, point.run.target, ticket)
+        ctl.terminate(lambda scope: scope is root)
         return stop
 
     def serve(
@@ -1408,11 +1418,9 @@ class Debugger:
         except RuntimeError:
             pass
         deadline = time.monotonic() + timeout
-        while self._ctl.active_runs:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            self._ctl.wait_for_stop(min(remaining, 0.5))
+        pause = threading.Event()  # never set: a sleep
+        while self._ctl.active_runs and time.monotonic() < deadline:
+            pause.wait(0.01)
 
     def __enter__(self) -> Debugger:
         return self

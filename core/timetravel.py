@@ -37,6 +37,7 @@ __all__ = [
     "ForkPoint",
     "LiveCall",
     "RecordedCalls",
+    "RestartTicket",
     "Rewound",
     "TimelineEntry",
     "divergence",
@@ -284,7 +285,9 @@ class Rewound(Terminated):
     the step rewound to.
     """
 
-    def __init__(self, run_id: str, point: ForkPoint, ref: str | None) -> None:
+    def __init__(
+        self, run_id: str, point: ForkPoint, ref: str | None, ticket: RestartTicket | None = None
+    ) -> None:
         super().__init__(
             f"run {run_id[:8]} was rewound to the state after step {point.step}: it goes on as "
             f"a new run (flowdbg runs timeline {run_id[:8]})"
@@ -295,27 +298,63 @@ class Rewound(Terminated):
         self.point = point
         #: the target's reference, recorded with the new run
         self.ref = ref
+        self._ticket = ticket
 
     def __reduce__(self) -> Any:
         return (type(self), (self.run_id, self.point, self.ref))
 
     def lineage(self) -> Any:
         """A context manager under which the next top-level run started in this context
-        (thread or task) is recorded as the rewind of :attr:`run_id`."""
+        (thread or task) is recorded as the rewind of :attr:`run_id`.
+
+        Until it exits, the debugger counts the restart as a run to come, so that waiting for
+        a stop does not read the moment between the two runs as "every run ended". Entering
+        it raises :class:`flowdbg.Terminated` (from this exception) when the debugger was told
+        to terminate its runs after the rewind: the run then ends instead of going on."""
         import contextlib
 
         from flowdbg.runtime import _REWIND
 
         @contextlib.contextmanager
         def restarting() -> Any:
+            ticket = self._ticket
+            if ticket is not None and ticket.cancelled:
+                ticket.close()
+                raise Terminated() from self
             made_from = ("rewind", self.run_id, self.point.step)
             token = _REWIND.set([(self.ref, made_from, (self.point.state,))])
             try:
                 yield
             finally:
                 _REWIND.reset(token)
+                if ticket is not None:
+                    ticket.close()
 
         return restarting()
+
+
+class RestartTicket:
+    """A rewound run's restart, from :meth:`flowdbg.Debugger.rewind` until the run that goes on
+    has ended: counted by the debugger as a run to come (``opened``/``closed``, once each), and
+    cancelled by :meth:`flowdbg.Debugger.terminate`."""
+
+    def __init__(self, opened: Any, closed: Any) -> None:
+        import threading
+
+        self._closed = closed
+        self._lock = threading.Lock()
+        self._open = True
+        #: terminate() came after the rewind: the run is not to go on
+        self.cancelled = False
+        opened()
+
+    def close(self) -> None:
+        """Stop counting the restart (idempotent)."""
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+        self._closed()
 
 
 # --------------------------------------------------------------------------------------------
@@ -734,6 +773,9 @@ def divergence(
     from_step = (run_b.fork_step or 0) if origin in ("fork", "rewind") else 0
     rows_a = _aligned(store._diff_rows(run_a.run_id))
     cut: float | None = None
+    if origin == "rewind":
+        # the units the rewind cut off (held or running then) end there: compare what ran
+        rows_a = [row for row in rows_a if row.step.status != "terminated"]
     if from_step:
         forked = next((row.step for row in rows_a if row.step.step == from_step), None)
         if forked is not None:
@@ -742,11 +784,15 @@ def divergence(
             cut = forked.ended_at if forked.ended_at is not None else forked.started_at
             rows_a = [row for row in rows_a if row.step.started_at >= cut]
     edited: list[str] = []
-    if origin in ("fork", "rewind") and from_step:
+    if origin in ("fork", "rewind"):
         # the fork's input is the state it started from: where it differs, it was edited
-        before, after = rules.normalize(store.get_state(run_a.run_id, from_step), run_b.input)
+        start = store.get_state(run_a.run_id, from_step) if from_step else run_a.input
+        before, after = rules.normalize(start, run_b.input)
         edited = state_diff(before, after).paths
     rows_b = _aligned(store._diff_rows(run_b.run_id))
+    if origin == "rewind":
+        # past where the rewound run was cut off, the run that went on has nothing to match
+        rows_b = rows_b[: len(rows_a)]
     first = store._first_divergence(rows_a, rows_b, rules)
     old = new = None
     if first is not None and first.kind == "state" and first.paths:
@@ -764,6 +810,8 @@ def divergence(
                 values.append(_value_at(store.get_state(run_id, step), path, None))
         old, new = values
     source_steps = _descendant_steps(store, run_a.run_id)
+    if origin == "rewind":
+        source_steps = [s for s in source_steps if s.status != "terminated"]
     if cut is not None:
         source_steps = [s for s in source_steps if s.started_at >= cut]
     calls = _compare_calls(source_steps, _descendant_steps(store, run_b.run_id), rules)

@@ -26,6 +26,7 @@ the instrumented nodes).
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -882,7 +883,22 @@ def _rewound(exc: BaseException, scope: RunScope) -> Rewound | None:
     """``exc`` when it is the rewind of this top-level run (a nested run lets it pass)."""
     from flowdbg.timetravel import Rewound
 
-    return exc if isinstance(exc, Rewound) and exc.run_id == scope.run_id else None
+    if not isinstance(exc, Rewound) or exc.run_id != scope.run_id:
+        return None
+    thread = scope.info.tags.get("thread_id")
+    if thread is not None:
+        # the run goes on in a copy of the graph with a checkpointer of its own (as a fork):
+        # the caller's thread keeps the checkpoints of the rewound run, which a later
+        # invoke(None, config) of that thread would resume
+        logging.getLogger("flowdbg").warning(
+            "run %s of thread %r was rewound: it goes on in a copy of the graph with a "
+            "checkpointer of its own, and thread %r keeps the checkpoints of the rewound run "
+            "(start the thread's next turn from the result, not from its checkpoint)",
+            scope.run_id[:8],
+            thread,
+            thread,
+        )
+    return exc
 
 
 async def _aclose(inner: AsyncIterator[Any]) -> None:

@@ -402,8 +402,9 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("log", "the run log so far"),
     "rewind": (
         "rewind STEP [PATH=VALUE ...]",
-        "go back to the state after an earlier STEP of this run (with edits) and go on from "
-        "there: the run restarts in the same call, recorded as a rewind of it",
+        "go back to the state after an earlier STEP of the top-level run (log lists them; "
+        "with edits) and go on from there: the run restarts in the same call, recorded as a "
+        "rewind of it",
     ),
     "list": ("l(ist)", "the graph around the node: predecessors -> [node] -> successors"),
     "help": ("h(elp) [COMMAND]", "list the commands, or explain one"),

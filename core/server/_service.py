@@ -462,10 +462,16 @@ class Service:
         return self._launched(handle, wait)
 
     def _target_for(self, run: Any) -> Any:
+        """The served target when ``run`` is one of its runs (same framework and name), else
+        ``None``: the target the run recorded is loaded."""
         adapter = self.adapter
-        if self.target is not None and adapter is not None and adapter.name == run.framework:
-            return self.target
-        return None  # the reference the run recorded
+        target = self.target
+        if target is None or adapter is None or adapter.name != run.framework:
+            return None
+        name = getattr(target, "name", None)
+        if name is not None and name != run.name:
+            return None  # a run of another graph of the same framework
+        return target
 
     def _launched(self, handle: Any, wait: float) -> p.RunStarted:
         with self._lock:

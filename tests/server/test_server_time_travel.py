@@ -83,3 +83,22 @@ def test_fork_and_rerun_a_recorded_run_and_see_where_they_depart(client: Any) ->
     bad = client.post(f"/records/runs/{source}/fork", json={"step": 9})
     assert bad.status_code == 400
     assert "has no step 9" in bad.json()["error"]["message"]
+
+
+def test_a_fork_of_another_graphs_run_does_not_run_the_served_one(client: Any, dbg: Any) -> None:
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    other = StateGraph(name="other")
+    other.add_node("big", lambda s: {"n": s["n"] * 100})
+    other.set_entry_point("big")
+    other.add_edge("big", END)
+    app = dbg.attach(other.compile())
+    run = dbg.start(app.invoke, {"n": 1})
+    assert run.result(10) == {"n": 100}
+    assert dbg.flush(10) and run.run_id is not None
+    # the served target is 'counter', of the same framework: the fork must not run it; this
+    # run recorded no reference to load its own graph from, so the fork is refused
+    forked = client.post(f"/records/runs/{run.run_id}/fork", json={"step": 0})
+    assert forked.status_code == 400, forked.text
+    assert "recorded no target reference" in forked.json()["error"]["message"]
+    assert client.get("/records/runs", params={"name": "counter"}).json()["runs"] == []

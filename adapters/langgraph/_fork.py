@@ -43,6 +43,20 @@ def check_fork(target: Any, point: ForkPoint) -> None:
             f"{getattr(target, 'name', '?')!r} no longer has (its nodes: {', '.join(nodes)}); "
             "fork after another step, or give the graph that has it (--target)"
         )
+    keys = getattr(target, "stream_channels", None)
+    if point.edits and isinstance(keys, list | tuple):
+        # LangGraph writes the state back through the graph's channels: a key outside them
+        # would be dropped without a word
+        from flowdbg._paths import parse_path
+
+        for path in point.edits:
+            first = parse_path(path)[0] if path else None
+            if isinstance(first, str) and first not in keys:
+                raise ForkError(
+                    f"the edit {path!r} sets {first!r}, which graph "
+                    f"{getattr(target, 'name', '?')!r} has no state key for (its keys: "
+                    f"{', '.join(keys)}); LangGraph would drop it"
+                )
     if point.node is not None and not isinstance(point.state, dict):
         raise ForkError(
             f"the state after step {point.step} was recorded as a "

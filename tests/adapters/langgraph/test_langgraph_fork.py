@@ -136,6 +136,14 @@ def test_a_node_the_current_graph_lacks_is_refused(rec: flowdbg.Debugger) -> Non
         rec.fork(run_id, 2, target=branch())
 
 
+def test_an_edit_of_a_key_the_graph_has_no_channel_for_is_refused(rec: flowdbg.Debugger) -> None:
+    app = linear()
+    run_id = record(rec, app, {"x": 1})
+    with pytest.raises(flowdbg.ForkError, match=r"sets 'zzz', which graph .* has no state key"):
+        rec.fork(run_id, 1, {"zzz": 1}, target=app)
+    assert rec.fork(run_id, 1, {"x": 5}, target=app).result(timeout=T) == {"x": 50, "y": 51}
+
+
 SCRIPT = textwrap.dedent(
     """
     import sys

@@ -671,12 +671,45 @@ class Store(abc.ABC):
                 paths = None if paths is None else _prefixed("output", paths)
                 what = "output of"
             if paths is not None:
+                blamed = None
+                if what == "state after" and sa.superstep is not None:
+                    blamed = self._writer_in_superstep(rows_a, rows_b, index, rules)
+                if blamed is not None:
+                    # units of one superstep share the state after it: name the one whose
+                    # update differs rather than the first of them
+                    wa, wb = blamed
+                    return Divergence(
+                        kind="state",
+                        detail=f"the state after superstep {sa.superstep} differs at "
+                        f"{_listing(paths)}: the update of {_where(wa)!r} differs",
+                        paths=paths,
+                        step_a=wa.step,
+                        step_b=wb.step,
+                        node_a=wa.node,
+                        node_b=wb.node,
+                    )
                 return Divergence(
                     kind="state",
                     detail=f"the {what} {_where(sa)!r} differs at {_listing(paths)}",
                     paths=paths,
                     **common,
                 )
+        return None
+
+    def _writer_in_superstep(
+        self, rows_a: list[DiffRow], rows_b: list[DiffRow], index: int, rules: IgnoreRules
+    ) -> tuple[StepRecord, StepRecord] | None:
+        """Of the units of the superstep at ``index`` (the same units in both runs, from
+        there on), the first pair whose outputs differ; ``None`` when none do."""
+        superstep = rows_a[index].step.superstep
+        for k in range(index, min(len(rows_a), len(rows_b))):
+            sa, sb = rows_a[k].step, rows_b[k].step
+            if sa.superstep != superstep or sb.superstep != superstep:
+                break
+            if (sa.path, sa.node, sa.kind) != (sb.path, sb.node, sb.kind):
+                break
+            if self._value_paths(rows_a[k].output, rows_b[k].output, rules) is not None:
+                return sa, sb
         return None
 
     def _value_paths(

@@ -162,6 +162,36 @@ def test_concurrent_units_in_a_different_order_are_not_a_divergence(store: SQLit
     assert store.diff_runs(a, b).first_divergence is None
 
 
+def test_a_state_difference_in_a_superstep_names_the_unit_whose_update_differs(
+    store: SQLiteStore,
+) -> None:
+    # p1 and p2 run in one superstep and share the state after it: the divergence names p2,
+    # whose update differs, not p1, which comes first
+    def parallel(n: int, p2_items: list[str]) -> list[StepRecord]:
+        rid = run_id(n)
+        after = {"items": ["p1", *p2_items]}
+        return [
+            step(rid, 1, node="fan", superstep=0, state={"items": []}),
+            step(rid, 2, node="p1", superstep=1, output={"items": ["p1"]}, state=after),
+            step(rid, 3, node="p2", superstep=1, output={"items": p2_items}, state=after),
+        ]
+
+    a = record(store, 1, parallel(1, ["p2"]))
+    b = record(store, 2, parallel(2, ["p2", "p2"]))
+    div = store.diff_runs(a, b).first_divergence
+    assert div is not None
+    assert (div.kind, div.node_a, div.node_b, div.step_b, div.paths) == (
+        "state",
+        "p2",
+        "p2",
+        3,
+        ["items[2]"],
+    )
+    assert div.detail == (
+        "the state after superstep 1 differs at items[2]: the update of 'p2' differs"
+    )
+
+
 def test_per_node_counts_and_total_times(store: SQLiteStore) -> None:
     a = record(store, 1, graph_run(1, ["plan", "act", "act", "answer"], durations=0.5))
     b = record(store, 2, graph_run(2, ["plan", "act", "act", "act", "answer"], durations=2.0))

@@ -700,8 +700,12 @@ class Store(abc.ABC):
         self, rows_a: list[DiffRow], rows_b: list[DiffRow], index: int, rules: IgnoreRules
     ) -> tuple[StepRecord, StepRecord] | None:
         """Of the units of the superstep at ``index`` (the same units in both runs, from
-        there on), the first pair whose outputs differ; ``None`` when none do."""
+        there on), the first pair whose outputs differ; ``None`` when none do or the unit ran
+        alone in it."""
         superstep = rows_a[index].step.superstep
+        group = [row for row in rows_a if row.step.superstep == superstep]
+        if len(group) < 2:
+            return None  # a unit alone in its superstep: the state after it is its own
         for k in range(index, min(len(rows_a), len(rows_b))):
             sa, sb = rows_a[k].step, rows_b[k].step
             if sa.superstep != superstep or sb.superstep != superstep:

@@ -305,10 +305,19 @@ def make_app(
         name: str | None = Query(None, max_length=200, description="a glob of run names"),
         since: float | None = Query(None, description="started at or after (epoch seconds)"),
         until: float | None = Query(None, description="started at or before (epoch seconds)"),
+        adapter: str | None = Query(
+            None, max_length=50, description="only runs of this adapter (stategraph, langgraph...)"
+        ),
     ) -> p.RunList:
         """Recorded top-level runs, newest first."""
         return service.recorded_runs(
-            offset=offset, limit=limit, status=status, name=name, since=since, until=until
+            offset=offset,
+            limit=limit,
+            status=status,
+            name=name,
+            since=since,
+            until=until,
+            framework=adapter,
         )
 
     @app.get("/records/runs/{run_id}", response_model=schemas.RunDetail, tags=["records"])

@@ -500,13 +500,19 @@ class Service:
         name: str | None = None,
         since: float | None = None,
         until: float | None = None,
+        framework: str | None = None,
     ) -> p.RunList:
         """Recorded top-level runs, newest first, a page at a time (started from ``since`` to
         ``until`` when given, epoch seconds)."""
         store = self._store()
         # one row past the page says whether another page follows
         rows = store.list_runs(
-            status=status, name=name, since=since, until=until, limit=offset + limit + 1
+            status=status,
+            name=name,
+            since=since,
+            until=until,
+            framework=framework,
+            limit=offset + limit + 1,
         )
         page, paging = paginate(rows, offset, limit)
         return p.RunList(runs=[schemas.Run.model_validate(run_dict(r)) for r in page], **paging)

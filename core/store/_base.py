@@ -394,6 +394,7 @@ class Store(abc.ABC):
         name: str | None = None,
         parent: str | None = None,
         limit: int | None = 50,
+        framework: str | None = None,
     ) -> list[RunRecord]:
         """Runs, newest first.
 
@@ -405,6 +406,7 @@ class Store(abc.ABC):
         :param parent: ``None`` for top-level runs, a run id for that run's children, ``"*"``
             for every run.
         :param limit: at most this many runs; ``None`` for all.
+        :param framework: only runs of this adapter (``"langgraph"``...).
         :returns: the runs.
         """
 

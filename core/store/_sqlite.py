@@ -1098,6 +1098,7 @@ class SQLiteStore(Store):
         name: str | None = None,
         parent: str | None = None,
         limit: int | None = 50,
+        framework: str | None = None,
     ) -> list[RunRecord]:
         """See :meth:`Store.list_runs`."""
         where: list[str] = []
@@ -1126,6 +1127,9 @@ class SQLiteStore(Store):
         if name is not None:
             where.append("name GLOB ?")
             params.append(name)
+        if framework is not None:
+            where.append("framework = ?")
+            params.append(framework)
         # "running" and "interrupted" are told apart only here, by asking the OS
         check = wanted is not None and ("running" in wanted) != ("interrupted" in wanted)
         sql = f"SELECT {_RUN_COLUMNS} FROM runs"

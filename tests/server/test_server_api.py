@@ -189,6 +189,9 @@ def test_recorded_runs_and_steps_are_paginated(client: Any, dbg: flowdbg.Debugge
     assert len(first["runs"]) == 2 and first["next_offset"] == 2
     rest = client.get("/records/runs", params={"offset": 2, "limit": 2}).json()
     assert len(rest["runs"]) == 1 and rest["next_offset"] is None
+    by_adapter = client.get("/records/runs", params={"adapter": "stategraph"}).json()
+    assert len(by_adapter["runs"]) == 3
+    assert client.get("/records/runs", params={"adapter": "langgraph"}).json()["runs"] == []
     run_id = rest["runs"][0]["run_id"]  # the oldest: n = 0
     page = client.get(f"/records/runs/{run_id}/steps", params={"limit": 1}).json()
     assert [s["node"] for s in page["steps"]] == ["a"] and page["next_step"] == 2

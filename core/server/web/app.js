@@ -809,6 +809,7 @@ async function loadRuns() {
   const params = new URLSearchParams({ limit: "50" });
   if ($("rec-status").value) params.set("status", $("rec-status").value);
   if ($("rec-name").value.trim()) params.set("name", $("rec-name").value.trim());
+  if ($("rec-adapter").value) params.set("adapter", $("rec-adapter").value);
   if ($("rec-since").value) params.set("since", String(Date.now() / 1000 - Number($("rec-since").value)));
   let data;
   try {
@@ -1039,6 +1040,7 @@ $("rec-filter").addEventListener("submit", (ev) => {
 });
 $("rec-status").addEventListener("change", () => attempt(loadRuns));
 $("rec-since").addEventListener("change", () => attempt(loadRuns));
+$("rec-adapter").addEventListener("change", () => attempt(loadRuns));
 
 $("rec-diff-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();

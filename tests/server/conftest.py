@@ -7,20 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_helpers import build_counter
 
 import flowdbg
-from flowdbg.adapters.stategraph import END, StateGraph
-
-
-def build_counter() -> Any:
-    """a -> b -> END: a adds one to n, b doubles it."""
-    g = StateGraph(name="counter")
-    g.add_node("a", lambda s: {"n": s["n"] + 1})
-    g.add_node("b", lambda s: {"n": s["n"] * 2})
-    g.set_entry_point("a")
-    g.add_edge("a", "b")
-    g.add_edge("b", END)
-    return g.compile()
 
 
 @pytest.fixture

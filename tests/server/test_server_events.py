@@ -7,7 +7,7 @@ from typing import Any
 
 import _server_required  # noqa: F401  (skips the module without the server extra)
 import pytest
-from conftest import build_counter
+from server_helpers import build_counter
 
 import flowdbg
 from flowdbg.adapters.stategraph import END, StateGraph

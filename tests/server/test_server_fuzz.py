@@ -11,9 +11,9 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis")
 hypothesis = pytest.importorskip("hypothesis")
 
-from conftest import build_counter  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from server_helpers import build_counter  # noqa: E402
 
 import flowdbg  # noqa: E402
 

@@ -17,9 +17,9 @@ import pytest
 anyio = pytest.importorskip("anyio")
 pytest.importorskip("mcp")
 
-from conftest import build_counter  # noqa: E402
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from server_helpers import build_counter  # noqa: E402
 
 import flowdbg  # noqa: E402
 from flowdbg.server._mcp import VALUE_LIMIT, value_view  # noqa: E402

@@ -205,7 +205,7 @@ def test_a_closed_server_no_longer_answers(dbg: flowdbg.Debugger) -> None:
 
 
 def test_a_closed_server_stops_observing_the_debugger(dbg: flowdbg.Debugger) -> None:
-    from conftest import build_counter
+    from server_helpers import build_counter
 
     app = dbg.attach(build_counter())
     server = dbg.serve()

@@ -395,6 +395,29 @@ class LiveCall:
     input: Any = None
     recorded_input: Any = None
 
+    @classmethod
+    def against(
+        cls,
+        branch: tuple[str, ...],
+        kind: str,
+        name: str,
+        reason: str,
+        input: Any,
+        recorded: StepRecord | None,
+    ) -> LiveCall:
+        """The call ``kind``/``name`` with ``input``, and the recorded call at its position
+        (``None``: the record had none there)."""
+        return cls(
+            branch=branch,
+            kind=kind,
+            name=name,
+            recorded_name=None if recorded is None else recorded.node,
+            recorded_step=None if recorded is None else recorded.step,
+            reason=reason,
+            input=input,
+            recorded_input=None if recorded is None else recorded.input,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
@@ -490,15 +513,7 @@ class RecordedCalls:
                 return False, None
             queue = self._queues.get(branch)
             recorded = queue.popleft() if queue else None
-            reason = None
-            if recorded is None:
-                reason = "extra"
-            elif recorded.node != unit.node or recorded.kind != unit.kind:
-                reason = "name"
-            elif recorded.partial or partial:
-                reason = "partial"
-            elif not _same(_plain(plain), recorded.input):
-                reason = "input"
+            reason = _difference(unit.node, unit.kind, partial, _plain(plain), recorded)
             if reason is None and unit.kind in self.kinds and servable:
                 assert recorded is not None
                 self.served += 1
@@ -508,15 +523,8 @@ class RecordedCalls:
             if reason is not None:
                 self._live.add(branch)
                 if recorded is not None or self._queues.get(branch) is not None:
-                    live = LiveCall(
-                        branch=branch,
-                        kind=unit.kind,
-                        name=unit.node,
-                        recorded_name=None if recorded is None else recorded.node,
-                        recorded_step=None if recorded is None else recorded.step,
-                        reason=reason,
-                        input=_plain(plain),
-                        recorded_input=None if recorded is None else recorded.input,
+                    live = LiveCall.against(
+                        branch, unit.kind, unit.node, reason, _plain(plain), recorded
                     )
                     self.diverged.append(live)
                     if self.until_divergence:
@@ -550,6 +558,22 @@ def _tokens(output: Any) -> int:
 #: what a call's input may differ in and still be served: a provider's bookkeeping on the
 #: messages it holds (token usage, response metadata), which a served reply does not repeat
 _BOOKKEEPING = ("**.usage_metadata", "**.response_metadata")
+
+
+def _difference(
+    node: str, kind: str, partial: bool, plain_input: Any, recorded: StepRecord | None
+) -> str | None:
+    """Why a call differs from the recorded call at its position (a :attr:`LiveCall.reason`),
+    or ``None`` when it matches: the name, then incomplete values, then the input."""
+    if recorded is None:
+        return "extra"
+    if recorded.node != node or recorded.kind != kind:
+        return "name"
+    if recorded.partial or partial:
+        return "partial"
+    if not _same(plain_input, recorded.input):
+        return "input"
+    return None
 
 
 def _same(live: Any, recorded: Any) -> bool:
@@ -693,9 +717,7 @@ def _calls_by_branch(steps: Sequence[StepRecord]) -> dict[tuple[str, ...], list[
     return branches
 
 
-def _compare_calls(
-    source: Sequence[StepRecord], made: Sequence[StepRecord], rules: Any
-) -> CallsReport:
+def _compare_calls(source: Sequence[StepRecord], made: Sequence[StepRecord]) -> CallsReport:
     """The calls of ``made`` matched with those of ``source`` at their positions."""
     report = CallsReport()
     recorded = _calls_by_branch(source)
@@ -715,32 +737,14 @@ def _compare_calls(
             if departed:
                 continue
             other = theirs[position] if position < len(theirs) else None
-            reason = None
-            if other is None:
-                reason = "extra"
-            elif (other.node, other.kind) != (call.node, call.kind):
-                reason = "name"
-            elif other.partial or call.partial:
-                reason = "partial"
-            else:
-                mine, recorded_input = rules.normalize(call.input, other.input)
-                if mine != recorded_input:
-                    reason = "input"
+            # the rule a rerun serves by, so that the report says what the rerun decided
+            reason = _difference(call.node, call.kind, call.partial, call.input, other)
             if reason is None:
                 continue
             departed = True
             if other is None and not theirs:
                 continue  # a branch the source did not have: nothing to depart from
-            live = LiveCall(
-                branch=branch,
-                kind=call.kind,
-                name=call.node,
-                recorded_name=None if other is None else other.node,
-                recorded_step=None if other is None else other.step,
-                reason=reason,
-                input=call.input,
-                recorded_input=None if other is None else other.input,
-            )
+            live = LiveCall.against(branch, call.kind, call.node, reason, call.input, other)
             firsts.append((call.started_at, live))
     report.diverged = [live for _, live in sorted(firsts, key=lambda item: item[0])]
     return report
@@ -757,10 +761,13 @@ def divergence(
     it: another unit ran, a unit ended otherwise, or it left another state) with the old and
     new value at its first path, compares the model and tool calls at their positions (how
     many ``b`` was served from the record and ran live, what the served ones took in ``a``,
-    and per branch the first call that differs), and gives both runs' wall times.
+    and per branch the first call that differs, by the rule a rerun serves calls by), and
+    gives both runs' wall times.
 
-    :param ignore: globs of state paths to leave out (``messages[*].id``).
-    :param strict: compare volatile values too (message ids, generated ids, timestamps).
+    :param ignore: globs of state paths to leave out (``messages[*].id``) of the states
+        compared (calls are compared as a rerun compares them).
+    :param strict: compare volatile values of the states too (message ids, generated ids,
+        timestamps).
     :raises flowdbg.store.RunNotFound: if a run is unknown.
     """
     from flowdbg._diff import diff as state_diff
@@ -814,7 +821,7 @@ def divergence(
         source_steps = [s for s in source_steps if s.status != "terminated"]
     if cut is not None:
         source_steps = [s for s in source_steps if s.started_at >= cut]
-    calls = _compare_calls(source_steps, _descendant_steps(store, run_b.run_id), rules)
+    calls = _compare_calls(source_steps, _descendant_steps(store, run_b.run_id))
     seconds_a = run_a.duration
     if cut is not None and run_a.ended_at is not None:
         seconds_a = max(0.0, run_a.ended_at - cut)

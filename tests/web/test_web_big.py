@@ -16,26 +16,22 @@ from web_browser import (
     browser_fixture,  # noqa: F401  (the fixture browser)
     open_page,
     require_browser,
-    start_ui,
-    stop_ui,
+    serving,
 )
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require_browser()
-    server = start_ui(
+    with serving(
         tmp_path_factory.mktemp("big"),
         "tests/web/web_big_state.py:build_big",
         "-b",
         "load:after",
         "--input",
         "{}",
-    )
-    try:
+    ) as server:
         yield server
-    finally:
-        stop_ui(server)
 
 
 def test_a_large_state_is_shown_lazily(browser: Any, served: Served, artifacts: Path) -> None:

@@ -13,8 +13,7 @@ from firefox_bidi import Firefox, firefox_path
 from web_browser import (
     Served,
     artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    start_ui,
-    stop_ui,
+    serving,
 )
 
 pytest.importorskip("websockets")
@@ -27,11 +26,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         if os.environ.get("FLOWDBG_REQUIRE_BROWSER") == "1":
             pytest.fail(f"the browser tests must run here (FLOWDBG_REQUIRE_BROWSER=1), but {why}")
         pytest.skip(why)
-    server = start_ui(tmp_path_factory.mktemp("firefox"))
-    try:
+    with serving(tmp_path_factory.mktemp("firefox")) as server:
         yield server
-    finally:
-        stop_ui(server)
 
 
 def test_the_demo_graph_is_debugged_in_firefox(served: Served, artifacts: Path) -> None:

@@ -22,8 +22,7 @@ from web_browser import (
     browser_fixture,  # noqa: F401  (the fixture browser)
     open_page,
     require_browser,
-    start_ui,
-    stop_ui,
+    serving,
 )
 from web_targets import AGENT_INPUT
 
@@ -33,26 +32,20 @@ TARGETS = "tests/web/web_targets.py"
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require_browser()
-    server = start_ui(
+    with serving(
         tmp_path_factory.mktemp("agent"),
         f"{TARGETS}:build_agent",
         "--input",
         json.dumps(AGENT_INPUT),
-    )
-    try:
+    ) as server:
         yield server
-    finally:
-        stop_ui(server)
 
 
 @pytest.fixture(scope="module")
 def parallel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require_browser()
-    server = start_ui(tmp_path_factory.mktemp("parallel"), f"{TARGETS}:build_parallel")
-    try:
+    with serving(tmp_path_factory.mktemp("parallel"), f"{TARGETS}:build_parallel") as server:
         yield server
-    finally:
-        stop_ui(server)
 
 
 def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) -> None:

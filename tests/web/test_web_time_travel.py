@@ -16,19 +16,15 @@ from web_browser import (
     browser_fixture,  # noqa: F401  (the fixture browser)
     open_page,
     require_browser,
-    start_ui,
-    stop_ui,
+    serving,
 )
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     require_browser()
-    server = start_ui(tmp_path_factory.mktemp("travel"))
-    try:
+    with serving(tmp_path_factory.mktemp("travel")) as server:
         yield server
-    finally:
-        stop_ui(server)
 
 
 def test_rewind_fork_and_rerun_from_the_page(browser: Any, served: Served, artifacts: Path) -> None:

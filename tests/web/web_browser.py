@@ -11,6 +11,7 @@ test's temporary folder).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -109,6 +110,16 @@ def start_ui(tmp: Path, *args: str) -> Served:
     proc.wait(30)
     err = proc.stderr.read() if proc.stderr else ""
     raise AssertionError(f"flowdbg ui printed no URL: {lines} {err}")
+
+
+@contextlib.contextmanager
+def serving(tmp: Path, *args: str) -> Iterator[Served]:
+    """``flowdbg ui ARGS`` (see :func:`start_ui`) while inside, stopped on the way out."""
+    server = start_ui(tmp, *args)
+    try:
+        yield server
+    finally:
+        stop_ui(server)
 
 
 def stop_ui(served: Served) -> None:

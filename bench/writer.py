@@ -70,7 +70,38 @@ def _agent() -> tuple[Any, Callable[[Any], Any]]:
     return example.build_agent(), lambda app: app.invoke(request)
 
 
-WORKLOADS = {"stategraph": _stategraph, "langgraph": _langgraph, "agent": _agent}
+def _openai() -> tuple[Any, Callable[[Any], Any]]:
+    # bench/openai_agents_overhead.py's scripted agent (4 model turns, 2 tools, a handoff)
+    import asyncio
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import openai_agents_overhead
+
+    return openai_agents_overhead.build(5000), lambda app: asyncio.run(
+        openai_agents_overhead.once(app, False)
+    )
+
+
+def _llamaindex() -> tuple[Any, Callable[[Any], Any]]:
+    # bench/llamaindex_overhead.py's linear workflow (10 steps)
+    import asyncio
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import llamaindex_overhead
+
+    async def run(app: Any) -> Any:
+        return await app.run(x=0)
+
+    return llamaindex_overhead.Linear(timeout=None), lambda app: asyncio.run(run(app))
+
+
+WORKLOADS = {
+    "stategraph": _stategraph,
+    "langgraph": _langgraph,
+    "agent": _agent,
+    "openai": _openai,
+    "llamaindex": _llamaindex,
+}
 
 
 def queued(workload: str, runs: int, db: Path) -> tuple[flowdbg.Debugger, int]:

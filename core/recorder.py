@@ -5,7 +5,9 @@ It is a plugin like any other, observing ``flowdbg_on_run_start``, ``flowdbg_on_
 per unit); a writer thread reads the queued units' fields (those of their
 :class:`~flowdbg.records.StepRecord`, as tuples: :func:`step_fields`) and writes them in
 batches with :meth:`Store.write_fields <flowdbg.store.Store.write_fields>`, one transaction
-each. The queue is bounded; when the writer falls that far behind, the overflow policy decides:
+each, when the program pauses in making units (it waits for a model or a tool, is held at a
+stop, or is idle) or at least every second (see :meth:`Recorder._wait_for_lull`). The queue is
+bounded; when the writer falls that far behind, the overflow policy decides:
 ``"wait"`` (the default) holds the thread that finished the step until the writer has caught up
 by a quarter of the queue, so the run slows down for a moment and no step is lost; ``"drop"``
 drops new steps instead, counts them and warns once, so the run is never slowed. At
@@ -144,6 +146,11 @@ class Recorder:
     :param store: where to write.
     :param batch_size: most steps per transaction.
     :param interval: seconds the writer waits for more before writing a partial batch.
+    :param quiet: the writer writes when no unit was queued for this many seconds (the
+        program waits for a model, a tool, a stop, or ended its runs), so that its work does
+        not take the interpreter lock from a running program; ``0`` writes at once.
+    :param max_delay: seconds at most the writer waits for such a lull while units keep
+        coming (a program that never waits); ``batch_size`` queued units also end the wait.
     :param max_queue: queued steps at which the overflow policy applies.
     :param overflow: ``"wait"``: the thread finishing a step waits until the writer has room
         (nothing is lost); ``"drop"``: new steps are dropped and counted (the run never waits).
@@ -156,6 +163,8 @@ class Recorder:
         *,
         batch_size: int = 500,
         interval: float = 0.05,
+        quiet: float = 0.002,
+        max_delay: float = 1.0,
         max_queue: int = 200_000,
         overflow: str = "wait",
     ) -> None:
@@ -168,6 +177,8 @@ class Recorder:
         self.store = store
         self.batch_size = batch_size
         self.interval = interval
+        self.quiet = quiet
+        self.max_delay = max_delay
         self.max_queue = max_queue
         self.overflow = overflow
         #: steps dropped because the queue was full (overflow "drop")
@@ -181,6 +192,7 @@ class Recorder:
         self._written = 0
         self._take_lock = threading.Lock()
         self._closed = False
+        self._hurry = 0  # flush() calls waiting: no lull is waited for
         self._failed_once = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -229,14 +241,18 @@ class Recorder:
         room = self.max_queue - max(1, self.max_queue // 4)
         if self._thread is None:
             self._start()
-        self._wake.set()
         with self._cond:
-            while len(self._queue) > room and not self._closed:
-                thread = self._thread
-                if thread is None or not thread.is_alive():
-                    return
-                self._cond.wait(0.05)
+            self._hurry += 1  # the writer does not wait for a lull: this thread waits for it
+            try:
                 self._wake.set()
+                while len(self._queue) > room and not self._closed:
+                    thread = self._thread
+                    if thread is None or not thread.is_alive():
+                        return
+                    self._cond.wait(0.05)
+                    self._wake.set()
+            finally:
+                self._hurry -= 1
 
     @hookimpl
     def flowdbg_on_stop(self, stop: Stop) -> None:
@@ -275,9 +291,38 @@ class Recorder:
             self._wake.wait(self.interval)
             self._wake.clear()
             while self._queue:
+                self._wait_for_lull(time.monotonic())
                 self._write_some()
             if self._closed and not self._queue:
                 return
+
+    def _wait_for_lull(self, since: float) -> None:
+        """Hold off writing while the program goes on queueing units, until it has queued none
+        for :attr:`quiet` seconds, or :attr:`max_delay` seconds have passed since ``since``,
+        or a batch is queued, or someone waits (flush, close, a full queue).
+
+        Why: the writer's work is Python code, which runs under the interpreter lock. Writing
+        while the program runs makes every system call of the program (an event loop's
+        ``epoll``, ``os.urandom``) a chance for the writer to take the lock, which the program
+        then waits for, up to the switch interval (``sys.getswitchinterval()``, 5 ms by
+        default): on a program whose steps cost tens
+        of microseconds that waiting cost several times the writer's own CPU time
+        (bench/RESULTS.md, "Writing in the lulls"). Real programs wait for models and tools
+        often, and the writer works then.
+        """
+        quiet = self.quiet
+        if quiet <= 0:
+            return
+        queue = self._queue
+        while not (self._hurry or self._closed):
+            left = since + self.max_delay - time.monotonic()
+            if len(queue) >= self.batch_size or left <= 0:
+                return
+            seen = self._taken + len(queue)
+            if self._wake.wait(min(quiet, left)):
+                self._wake.clear()
+            elif self._taken + len(queue) == seen:
+                return  # nothing queued for ``quiet`` seconds: a lull
 
     def _write_some(self) -> None:
         started: list[Any] = []
@@ -342,15 +387,19 @@ class Recorder:
             return True
         with self._take_lock:
             target = self._taken + len(self._queue)
-        self._wake.set()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._written < target:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._cond.wait(remaining if remaining is not None else 0.5)
+            self._hurry += 1
+            try:
                 self._wake.set()
+                while self._written < target:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._cond.wait(remaining if remaining is not None else 0.5)
+                    self._wake.set()
+            finally:
+                self._hurry -= 1
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:

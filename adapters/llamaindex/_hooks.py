@@ -80,13 +80,31 @@ RUN: contextvars.ContextVar[_Run | None] = contextvars.ContextVar(
 # -- values ------------------------------------------------------------------------------------
 
 
+def _declared(model: Any) -> dict[str, Any]:
+    """A pydantic model's field values, read where pydantic keeps them (the instance's
+    ``__dict__``) rather than through ``model_fields``, which pydantic 2.11 made a descriptor
+    calling a class method at each access (this runs for every event of every recorded step)."""
+    values = model.__dict__
+    return {
+        name: values[name] if name in values else getattr(model, name)
+        for name in type(model).__pydantic_fields__
+    }
+
+
+def _private(model: Any, name: str) -> Any:
+    """A pydantic model's private attribute, or ``None``: read from ``__pydantic_private__``
+    (``getattr`` would go through ``BaseModel.__getattr__``, and ``hasattr`` raise inside it)."""
+    private = getattr(model, "__pydantic_private__", None)
+    return private.get(name) if private else None
+
+
 def event_fields(event: Any) -> dict[str, Any]:
     """An event as the mapping a stop shows: its declared fields, then its dynamic ones (what
     ``Event(**kwargs)`` keeps in ``_data``)."""
-    fields = {name: getattr(event, name) for name in type(event).model_fields}
+    fields = _declared(event)
     if isinstance(event, StopEvent) and (type(event) is StopEvent or event.result is not None):
         fields["result"] = event.result  # a property over a private attribute; __init__ takes it
-    data = getattr(event, "_data", None)
+    data = _private(event, "_data")
     if data:
         fields.update(data)
     return fields
@@ -97,11 +115,9 @@ def _state_fields(state: Any) -> dict[str, Any]:
     fields (a shallow copy: later writes to the store do not change it)."""
     if state is None:
         return {}
-    return (
-        event_fields(state)
-        if isinstance(state, Event) or hasattr(state, "_data")
-        else {name: getattr(state, name) for name in type(state).model_fields}
-    )
+    if isinstance(state, Event) or _private(state, "_data") is not None:
+        return event_fields(state)
+    return _declared(state)
 
 
 def _rebuild(event: Any, fields: Any, node: str, which: str) -> Any:
@@ -750,12 +766,16 @@ async def _step(
     if run.note is not None:
         unit.note = run.note
     wanted = not quiet or ctl.on_step is not None  # scope.recording
+    before_state = None
     if not wanted:  # nothing can stop or look: the event as it is
         shown: Any = event if collected is None else collected
-        before_state = None
         edited = await unit.abefore(input=shown)
     else:
-        before_state = await _read_state(run)
+        # The state before the step is shown at its stops and read by watches; a record keeps
+        # the state after each step only (and none for a tool call: its frame's calls do not
+        # write the state), so a run that is only recorded does not read it.
+        if not quiet:
+            before_state = await _read_state(run)
         shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
         edited = await _held(run, unit.abefore(state=before_state, input=shown))
     if edited is not shown:

@@ -390,3 +390,109 @@ def test_closing_the_debugger_records_how_its_held_runs_ended(tmp_path: Path) ->
     assert run.run_id is not None
     with open_store(db, readonly=True) as store:
         assert store.get_run(run.run_id).status == "terminated"
+
+
+# -- the writer works in the program's lulls ------------------------------------------------------
+
+
+class CountingStore(SQLiteStore):
+    """Counts the batches the recorder writes, and the units whose program was busy then."""
+
+    def __init__(self, path: Path, busy: Any) -> None:
+        super().__init__(path)
+        self.busy = busy
+        self.batches = 0
+        self.batches_while_busy = 0
+
+    def write_fields(self, **batch: Any) -> None:
+        self.batches += 1
+        if self.busy.is_set():
+            self.batches_while_busy += 1
+        super().write_fields(**batch)
+
+
+def _busy_program(recorder: Recorder, seconds: float, stop: Any) -> tuple[Any, list[int]]:
+    """A thread that runs a small graph again and again (never waiting) for ``seconds`` or until
+    ``stop`` is set; returns it and a list that gets the number of runs it made."""
+    import threading
+
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    app = dbg.attach(loop_graph(3))
+    made: list[int] = []
+
+    def work() -> None:
+        runs = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not stop.is_set():
+            app.invoke({"count": 0})
+            runs += 1
+        made.append(runs)
+
+    return threading.Thread(target=work), made
+
+
+def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    busy, stop = threading.Event(), threading.Event()
+    store = CountingStore(tmp_path / "r.db", busy)
+    # a lull is 0.2 s without a unit; the busy program makes one every few microseconds
+    recorder = Recorder(store, quiet=0.2, max_delay=60, batch_size=10**6)
+    thread, made = _busy_program(recorder, 0.8, stop)
+    busy.set()
+    thread.start()
+    thread.join(T)
+    busy.clear()
+    assert made and made[0] > 50
+    # the writer wrote in the lull after the program (a scheduling hiccup of 0.2 s may give it
+    # one more); one that wrote as units came would have written a batch every 0.05 s
+    assert store.batches_while_busy <= 1
+    deadline = time.monotonic() + T
+    while store.batches == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == made[0]  # nothing lost by waiting
+    recorder.close()
+
+
+def test_the_writer_waits_for_a_lull_at_most_max_delay(tmp_path: Path) -> None:
+    import threading
+
+    busy, stop = threading.Event(), threading.Event()
+    store = CountingStore(tmp_path / "r.db", busy)
+    recorder = Recorder(store, quiet=5.0, max_delay=0.1, batch_size=10**6)
+    thread, made = _busy_program(recorder, 1.0, stop)
+    busy.set()
+    thread.start()
+    thread.join(T)
+    busy.clear()
+    # no lull in sight (5 s), yet the writer wrote while the program ran: after max_delay
+    # (how far it then trails depends on how often the program lets go of the interpreter lock)
+    assert store.batches_while_busy >= 1
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == made[0]
+    recorder.close()
+
+
+def test_flush_does_not_wait_for_a_lull(tmp_path: Path) -> None:
+    import threading
+
+    busy, stop = threading.Event(), threading.Event()
+    store = CountingStore(tmp_path / "r.db", busy)
+    recorder = Recorder(store, quiet=60, max_delay=60, batch_size=10**6)
+    thread, made = _busy_program(recorder, 60, stop)
+    thread.start()
+    try:
+        time.sleep(0.1)
+        # the program is still running (it stops only once flush returned): the lull the
+        # writer waits for never comes, and flush writes anyway
+        assert recorder.flush(T)
+        assert thread.is_alive() and store.batches >= 1 and store.list_runs()
+    finally:
+        stop.set()
+        thread.join(T)
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == made[0]
+    recorder.close()

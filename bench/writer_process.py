@@ -65,7 +65,7 @@ class ChildWriter:
         self.sent = self.acknowledged = 0
         recorder._write_some = self._write_some  # type: ignore[method-assign]
 
-    def _write_some(self) -> None:
+    def _write_some(self) -> int:
         recorder = self.recorder
         queue = recorder._queue
         with recorder._take_lock:
@@ -92,6 +92,7 @@ class ChildWriter:
         with recorder._cond:
             recorder._written += taken
             recorder._cond.notify_all()
+        return taken
 
     def drain(self) -> None:
         while self.acknowledged < self.sent:

@@ -120,6 +120,9 @@ def run_record(info: RunInfo) -> RunRecord:
     )
 
 
+#: the longest the writer sleeps between two looks for a lull (see Recorder._wait_for_lull)
+_QUIET_MAX = 0.032
+
 #: the kinds of the units whose input the recorder takes as it was at the call
 _CALL_KINDS = frozenset({"llm", "tool"})
 #: how deep :func:`_containers` copies (a deeper value is kept as it is)
@@ -150,7 +153,8 @@ class Recorder:
         program waits for a model, a tool, a stop, or ended its runs), so that its work does
         not take the interpreter lock from a running program; ``0`` writes at once.
     :param max_delay: seconds at most the writer waits for such a lull while units keep
-        coming (a program that never waits); ``batch_size`` queued units also end the wait.
+        coming (a program that never waits); ``max_backlog`` queued units also end the wait.
+    :param max_backlog: queued units (and runs) at which the writer stops waiting for a lull.
     :param max_queue: queued steps at which the overflow policy applies.
     :param overflow: ``"wait"``: the thread finishing a step waits until the writer has room
         (nothing is lost); ``"drop"``: new steps are dropped and counted (the run never waits).
@@ -165,6 +169,7 @@ class Recorder:
         interval: float = 0.05,
         quiet: float = 0.002,
         max_delay: float = 1.0,
+        max_backlog: int = 5_000,
         max_queue: int = 200_000,
         overflow: str = "wait",
     ) -> None:
@@ -179,6 +184,7 @@ class Recorder:
         self.interval = interval
         self.quiet = quiet
         self.max_delay = max_delay
+        self.max_backlog = max_backlog
         self.max_queue = max_queue
         self.overflow = overflow
         #: steps dropped because the queue was full (overflow "drop")
@@ -267,13 +273,15 @@ class Recorder:
     @hookimpl
     def flowdbg_on_run_end(self, run: RunInfo) -> None:
         self._put("end", run)
-        self._wake.set()  # a finished run is written promptly
+        if self.quiet <= 0:
+            self._wake.set()  # a finished run is written promptly (else: in the next lull)
 
     def _put(self, kind: str, item: Any) -> None:
-        self._queue.append((kind, item))
+        queue = self._queue
+        queue.append((kind, item))
         if self._thread is None:
             self._start()
-        elif len(self._queue) >= self.batch_size:
+        elif len(queue) >= (self.batch_size if self.quiet <= 0 else self.max_backlog):
             self._wake.set()
 
     # -- the writer thread --
@@ -292,14 +300,17 @@ class Recorder:
             self._wake.clear()
             while self._queue:
                 self._wait_for_lull(time.monotonic())
-                self._write_some()
+                left = len(self._queue)  # then all of it: the lull may be short
+                while left > 0 and self._queue:
+                    left -= self._write_some()
             if self._closed and not self._queue:
                 return
 
     def _wait_for_lull(self, since: float) -> None:
         """Hold off writing while the program goes on queueing units, until it has queued none
         for :attr:`quiet` seconds, or :attr:`max_delay` seconds have passed since ``since``,
-        or a batch is queued, or someone waits (flush, close, a full queue).
+        or :attr:`max_backlog` units are queued, or someone waits (flush, close, a full
+        queue).
 
         Why: the writer's work is Python code, which runs under the interpreter lock. Writing
         while the program runs makes every system call of the program (an event loop's
@@ -314,17 +325,22 @@ class Recorder:
         if quiet <= 0:
             return
         queue = self._queue
+        wait = quiet
         while not (self._hurry or self._closed):
             left = since + self.max_delay - time.monotonic()
-            if len(queue) >= self.batch_size or left <= 0:
+            if len(queue) >= self.max_backlog or left <= 0:
                 return
             seen = self._taken + len(queue)
-            if self._wake.wait(min(quiet, left)):
+            if self._wake.wait(min(wait, left)):
                 self._wake.clear()
             elif self._taken + len(queue) == seen:
-                return  # nothing queued for ``quiet`` seconds: a lull
+                return  # nothing queued for ``quiet`` seconds or more: a lull
+            # Each time this thread wakes it needs the interpreter lock, which a busy program
+            # holds: the longer the program has been busy, the less often it looks.
+            wait = min(wait * 2, _QUIET_MAX)
 
-    def _write_some(self) -> None:
+    def _write_some(self) -> int:
+        """Write the next batch; returns how many queued items it took."""
         started: list[Any] = []
         steps: list[tuple[Any, ...]] = []
         ending: dict[int, Any] = {}
@@ -365,6 +381,7 @@ class Recorder:
         with self._cond:
             self._written += taken
             self._cond.notify_all()
+        return taken
 
     @staticmethod
     def _records(infos: Iterable[RunInfo]) -> list[RunRecord]:

@@ -159,6 +159,10 @@ _structural_lock = threading.Lock()
 _plans: dict[type, _Plan | None] = {}
 _PLANS_MAX = 4096
 _UNSEEN: Any = object()
+#: class -> how its instances are encoded, for the classes :meth:`Encoder._other` found to be
+#: pydantic models (``None``) or dataclasses (their field names), which are most of the
+#: framework objects a run records (messages, model replies, usage); emptied with ``_plans``
+_routes: dict[type, tuple[str, ...] | None] = {}
 _RESERVED = frozenset({_TYPE_KEY, _REPR_KEY})
 
 
@@ -183,7 +187,7 @@ def register_structural(cls: type | str, fields: Iterable[str] | None = None) ->
     :raises ValueError: if the name has no module part, or a field is named ``__type__`` or
         ``__repr__``.
     """
-    global _plans, _structural
+    global _plans, _routes, _structural
     if isinstance(cls, type):
         name = _class_name(cls)
     elif isinstance(cls, str):
@@ -211,6 +215,7 @@ def register_structural(cls: type | str, fields: Iterable[str] | None = None) ->
     with _structural_lock:
         _structural = {**_structural, name: names}  # a new dict: readers hold the old one
         _plans = {}
+        _routes = {}
 
 
 def _plan_of(kind: type) -> _Plan | None:
@@ -232,6 +237,12 @@ def _plan_of(kind: type) -> _Plan | None:
         plans.clear()
     plans[kind] = plan
     return plan
+
+
+def _remember_route(routes: dict[type, Any], kind: type, route: tuple[str, ...] | None) -> None:
+    if len(routes) >= _PLANS_MAX:  # classes made on the fly must not pile up
+        routes.clear()
+    routes[kind] = route
 
 
 def _registered_plan(kind: type, fields: tuple[str, ...] | None) -> _Plan:
@@ -329,6 +340,12 @@ class Encoder:
         return self._other(value, depth)
 
     def _other(self, value: Any, depth: int) -> Any:
+        routes = _routes
+        route = routes.get(type(value), _UNSEEN)
+        if route is not _UNSEEN:
+            if route is None:
+                return self._container(value, depth, self._model)
+            return self._container(value, depth, lambda v, d: self._dataclass(v, d, route))
         if isinstance(value, enum.Enum):
             return self._value(value.value, depth + 1)
         if isinstance(value, str):
@@ -354,9 +371,12 @@ class Encoder:
         if plan is not None and plan.registered:
             return self._typed_object(value, depth, plan)
         if _is_pydantic_model(value):
+            _remember_route(routes, kind, None)
             return self._container(value, depth, self._model)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return self._container(value, depth, self._dataclass)
+            names = tuple(f.name for f in dataclasses.fields(value))
+            _remember_route(routes, kind, names)
+            return self._container(value, depth, lambda v, d: self._dataclass(v, d, names))
         if isinstance(value, Mapping):
             return self._container(value, depth, self._mapping)
         if isinstance(value, Set):
@@ -462,9 +482,8 @@ class Encoder:
             return self._value(dumped, depth)  # a RootModel
         return self._mapping(dumped, depth)
 
-    def _dataclass(self, value: Any, depth: int) -> dict[str, Any]:
-        fields = {f.name: getattr(value, f.name, None) for f in dataclasses.fields(value)}
-        return self._mapping(fields, depth)
+    def _dataclass(self, value: Any, depth: int, names: tuple[str, ...]) -> dict[str, Any]:
+        return self._mapping({name: getattr(value, name, None) for name in names}, depth)
 
     def _typed_object(self, value: Any, depth: int, plan: _Plan) -> Any:
         return self._container(value, depth, lambda v, d: self._fields(v, d, plan))

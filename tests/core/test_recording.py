@@ -439,7 +439,7 @@ def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
     busy, stop = threading.Event(), threading.Event()
     store = CountingStore(tmp_path / "r.db", busy)
     # a lull is 0.2 s without a unit; the busy program makes one every few microseconds
-    recorder = Recorder(store, quiet=0.2, max_delay=60, batch_size=10**6)
+    recorder = Recorder(store, quiet=0.2, max_delay=60, max_backlog=10**6)
     thread, made = _busy_program(recorder, 0.8, stop)
     busy.set()
     thread.start()
@@ -462,7 +462,7 @@ def test_the_writer_waits_for_a_lull_at_most_max_delay(tmp_path: Path) -> None:
 
     busy, stop = threading.Event(), threading.Event()
     store = CountingStore(tmp_path / "r.db", busy)
-    recorder = Recorder(store, quiet=5.0, max_delay=0.1, batch_size=10**6)
+    recorder = Recorder(store, quiet=5.0, max_delay=0.1, max_backlog=10**6)
     thread, made = _busy_program(recorder, 1.0, stop)
     busy.set()
     thread.start()
@@ -481,7 +481,7 @@ def test_flush_does_not_wait_for_a_lull(tmp_path: Path) -> None:
 
     busy, stop = threading.Event(), threading.Event()
     store = CountingStore(tmp_path / "r.db", busy)
-    recorder = Recorder(store, quiet=60, max_delay=60, batch_size=10**6)
+    recorder = Recorder(store, quiet=60, max_delay=60, max_backlog=10**6)
     thread, made = _busy_program(recorder, 60, stop)
     thread.start()
     try:
@@ -493,6 +493,23 @@ def test_flush_does_not_wait_for_a_lull(tmp_path: Path) -> None:
     finally:
         stop.set()
         thread.join(T)
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == made[0]
+    recorder.close()
+
+
+def test_the_writer_waits_for_a_lull_until_max_backlog_units_are_queued(tmp_path: Path) -> None:
+    import threading
+
+    busy, stop = threading.Event(), threading.Event()
+    store = CountingStore(tmp_path / "r.db", busy)
+    recorder = Recorder(store, quiet=60, max_delay=60, max_backlog=200)
+    thread, made = _busy_program(recorder, 0.5, stop)
+    busy.set()
+    thread.start()
+    thread.join(T)
+    busy.clear()
+    assert store.batches_while_busy >= 1  # neither a lull nor max_delay came: the backlog did
     assert recorder.flush(T)
     assert len(store.list_runs(limit=10**6)) == made[0]
     recorder.close()

@@ -618,3 +618,35 @@ def test_big_blobs_are_compressed_only_when_it_pays() -> None:
     noise = b"v" + json.dumps(random.Random(1).randbytes(5000).hex()).encode()
     assert len(compress(noise)) <= len(noise)
     assert compress(b'v"short"') == b'v"short"'
+
+
+def test_classes_met_before_are_encoded_the_same_and_registering_one_changes_its_form() -> None:
+    # the encoder remembers which classes are models and dataclasses (and a dataclass's
+    # fields); what it remembers must give what the first encoding gave, until a class is
+    # registered
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int
+
+    class Reply(pydantic.BaseModel):
+        text: str
+        api_key: str
+
+    value = {"p": Point(1, 2), "r": Reply(text="hi", api_key="k"), "more": [Point(3, 4)]}
+    first = encode_value(value)
+    assert first == encode_value(value)
+    assert first[0] == {
+        "p": {"x": 1, "y": 2},
+        "r": {"text": "hi", "api_key": REDACTED},
+        "more": [{"x": 3, "y": 4}],
+    }
+    register_structural(Point, ["x"])
+    register_structural(Reply)
+    plain, _ = encode_value(value)
+    assert plain["p"] == {"__type__": encode_module._class_name(Point), "x": 1}
+    assert plain["r"] == {
+        "__type__": encode_module._class_name(Reply),
+        "text": "hi",
+        "api_key": REDACTED,
+    }

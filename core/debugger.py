@@ -941,6 +941,9 @@ class Debugger:
                 "no runs to fork, rerun or rewind; create it with record=True and db= the "
                 "database of the run"
             )
+        # The runs of this process are written in the writer's next lull: what has ended so
+        # far is read from the store, so it is written first.
+        self.flush(timeout=30)
         return store
 
     def _made_from_run(

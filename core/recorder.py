@@ -148,7 +148,7 @@ class Recorder:
 
     :param store: where to write.
     :param batch_size: most steps per transaction.
-    :param interval: seconds the writer waits for more before writing a partial batch.
+    :param interval: seconds between two looks of an idle writer at the queue.
     :param quiet: the writer writes when no unit was queued for this many seconds (the
         program waits for a model, a tool, a stop, or ended its runs), so that its work does
         not take the interpreter lock from a running program; ``0`` writes at once.
@@ -198,7 +198,7 @@ class Recorder:
         self._written = 0
         self._take_lock = threading.Lock()
         self._closed = False
-        self._hurry = 0  # flush() calls waiting: no lull is waited for
+        self._hurry = 0  # threads waiting for the writer (flush, a full queue): no lull wait
         self._failed_once = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -316,10 +316,9 @@ class Recorder:
         while the program runs makes every system call of the program (an event loop's
         ``epoll``, ``os.urandom``) a chance for the writer to take the lock, which the program
         then waits for, up to the switch interval (``sys.getswitchinterval()``, 5 ms by
-        default): on a program whose steps cost tens
-        of microseconds that waiting cost several times the writer's own CPU time
-        (bench/RESULTS.md, "Writing in the lulls"). Real programs wait for models and tools
-        often, and the writer works then.
+        default): on a program whose steps cost tens of microseconds that waiting cost several
+        times the writer's own CPU time (bench/RESULTS.md, "Writing in the lulls"). Real
+        programs wait for models and tools often, and the writer works then.
         """
         quiet = self.quiet
         if quiet <= 0:
@@ -337,7 +336,7 @@ class Recorder:
                 return  # nothing queued for ``quiet`` seconds or more: a lull
             # Each time this thread wakes it needs the interpreter lock, which a busy program
             # holds: the longer the program has been busy, the less often it looks.
-            wait = min(wait * 2, _QUIET_MAX)
+            wait = min(wait * 2, max(quiet, _QUIET_MAX))
 
     def _write_some(self) -> int:
         """Write the next batch; returns how many queued items it took."""

@@ -411,9 +411,12 @@ class CountingStore(SQLiteStore):
         super().write_fields(**batch)
 
 
-def _busy_program(recorder: Recorder, seconds: float, stop: Any) -> tuple[Any, list[int]]:
-    """A thread that runs a small graph again and again (never waiting) for ``seconds`` or until
-    ``stop`` is set; returns it and a list that gets the number of runs it made."""
+def _busy_program(
+    recorder: Recorder, seconds: float, stop: Any, gap: float = 0.0
+) -> tuple[Any, list[int]]:
+    """A thread that runs a small graph again and again for ``seconds`` or until ``stop`` is
+    set, sleeping ``gap`` seconds after every 20 runs; returns it and a list that gets the
+    number of runs it made."""
     import threading
 
     dbg = flowdbg.Debugger(record=False, plugins=[recorder])
@@ -426,6 +429,8 @@ def _busy_program(recorder: Recorder, seconds: float, stop: Any) -> tuple[Any, l
         while time.monotonic() < deadline and not stop.is_set():
             app.invoke({"count": 0})
             runs += 1
+            if gap and runs % 20 == 0:
+                time.sleep(gap)
         made.append(runs)
 
     return threading.Thread(target=work), made
@@ -454,6 +459,24 @@ def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
         time.sleep(0.01)
     assert recorder.flush(T)
     assert len(store.list_runs(limit=10**6)) == made[0]  # nothing lost by waiting
+    recorder.close()
+
+
+def test_pauses_shorter_than_quiet_are_no_lull(tmp_path: Path) -> None:
+    import threading
+
+    busy, stop = threading.Event(), threading.Event()
+    store = CountingStore(tmp_path / "r.db", busy)
+    # pauses of 0.05 s, longer than the writer's longest look (0.032 s), shorter than quiet
+    recorder = Recorder(store, quiet=0.3, max_delay=60, max_backlog=10**6)
+    thread, made = _busy_program(recorder, 1.5, stop, gap=0.05)
+    busy.set()
+    thread.start()
+    thread.join(T)
+    busy.clear()
+    assert store.batches_while_busy <= 1
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == made[0]
     recorder.close()
 
 

@@ -269,3 +269,17 @@ def test_a_run_recorded_by_another_process_forks_from_its_recorded_target(
         assert dbg.flush(T) and fork.run_id is not None
         forked = dbg.store.get_run(fork.run_id)
         assert (forked.forked_from, forked.target) == (run.run_id, f"{script}:app")
+
+
+def test_a_run_that_just_ended_forks_and_reruns_without_a_flush(dbg: flowdbg.Debugger) -> None:
+    # the writer writes in its next lull (bench/RESULTS.md): fork and rerun write what has
+    # ended before they read the record
+    app = dbg.attach(support())
+    handle = dbg.start(app.invoke, {"user": "ana"})
+    original = handle.result(timeout=T)
+    assert handle.run_id is not None
+    assert dbg.fork(handle.run_id, 1, target=app).result(timeout=T) == original
+    again = dbg.start(app.invoke, {"user": "bo"})
+    expected = again.result(timeout=T)
+    assert again.run_id is not None
+    assert dbg.rerun(again.run_id, target=app).result(timeout=T) == expected

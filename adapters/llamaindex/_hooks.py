@@ -852,18 +852,19 @@ async def _step(
         await unit.aafter(output=parts, decide=decide)
         return outputs
     view = parts.view()
-    events = parts.events()
+    # Decided now, also for a run that is only recorded: a decide function kept with the unit
+    # until its record is built would keep the emitted events (and LlamaIndex's results around
+    # them) alive as long, for the garbage collector to promote (bench/RESULTS.md).
+    decision = _targets(table, parts.events())
     after_state = await _read_state(run)
     unit.check_edit = lambda unit, which, payload: parts.check(unit.node, payload)
-    if scope.quiet:  # recorded only: the decision is worked out when the record is built
-        edited_out = await unit.aafter(
-            output=view, state=after_state, decide=lambda view: _targets(table, events)
-        )
+    if scope.quiet:  # recorded only
+        edited_out = await unit.aafter(output=view, state=after_state, decision=decision)
     else:
-        decision = _targets(table, events)
         edited_out = await _held(
             run, unit.aafter(output=view, state=after_state, decision=decision)
         )
+    unit.check_edit = None  # no stop at this unit from now on: its outputs need not be kept
     if edited_out is not view:
         outputs = parts.apply(step_name, edited_out)
         parts = _Outputs(outputs)

@@ -463,6 +463,11 @@ class _Compiled:
 
         if event.state is None:  # the adapter cannot show the state here: nothing to compare
             return False, None
+        if unit.state_before is None:
+            # The state before the unit was not read: the watch was set while the unit ran,
+            # past its before point (which reads it only when something can stop), so there is
+            # nothing to compare the new value with; a missing old value would read as a change.
+            return False, None
 
         try:
             new = get_path(event.state, self.watch_parts)

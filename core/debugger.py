@@ -927,11 +927,11 @@ class Debugger:
         from flowdbg.timetravel import plan_fork
 
         run, target, ref, adapter = self._made_from_run(run_id, target, Capability.FORK)
-        point = plan_fork(self._recording_store(), run.run_id, step, edits)
+        point = plan_fork(self._recording_store(flush=False), run.run_id, step, edits)
         adapter.check_fork(target, point)
         return point, target, ref, adapter
 
-    def _recording_store(self) -> Store:
+    def _recording_store(self, *, flush: bool = True) -> Store:
         from flowdbg.timetravel import ForkError
 
         store = self.store
@@ -943,7 +943,11 @@ class Debugger:
             )
         # The runs of this process are written in the writer's next lull: what has ended so
         # far is read from the store, so it is written first.
-        self.flush(timeout=30)
+        if flush and not self.flush(timeout=30):
+            raise ForkError(
+                "the record is not written yet (the recorder's writer is behind, or could not "
+                "write: see the log); try again"
+            )
         return store
 
     def _made_from_run(
@@ -1059,7 +1063,7 @@ class Debugger:
                 f"after step {run.fork_step}: its input is the state it started from, not a "
                 "run's input; fork that run again after that step instead"
             )
-        store = self._recording_store()
+        store = self._recording_store(flush=False)  # flushed by _made_from_run
         steps: list[Any] = []
         pending = [run.run_id]
         while pending:  # the run's calls and those of its nested runs (subgraphs)
@@ -1335,7 +1339,7 @@ class Debugger:
             raise ForkError(f"stop {stop.id} is not in a run: there is nothing to rewind")
         root = unit.run.root
         short = root.run_id[:8]
-        store = self._recording_store()
+        store = self._recording_store(flush=False)  # flushed below, once the run is checked
         adapter = self.adapter_for(root.target)
         if Capability.REWIND not in adapter.capabilities:
             raise ForkError(

@@ -154,7 +154,8 @@ class Recorder:
         not take the interpreter lock from a running program; ``0`` writes at once.
     :param max_delay: seconds at most the writer waits for such a lull while units keep
         coming (a program that never waits); ``max_backlog`` queued units also end the wait.
-    :param max_backlog: queued units (and runs) at which the writer stops waiting for a lull.
+    :param max_backlog: queued units (and runs) at which the writer stops waiting for a lull
+        (half ``max_queue`` when that is smaller).
     :param max_queue: queued steps at which the overflow policy applies.
     :param overflow: ``"wait"``: the thread finishing a step waits until the writer has room
         (nothing is lost); ``"drop"``: new steps are dropped and counted (the run never waits).
@@ -281,8 +282,14 @@ class Recorder:
         queue.append((kind, item))
         if self._thread is None:
             self._start()
-        elif len(queue) >= (self.batch_size if self.quiet <= 0 else self.max_backlog):
+        elif len(queue) >= (self.batch_size if self.quiet <= 0 else self._backlog()):
             self._wake.set()
+
+    def _backlog(self) -> int:
+        """Queued items at which the writer stops waiting for a lull: :attr:`max_backlog`, or
+        half the queue when that is smaller (the overflow policy must never be reached while
+        the writer waits)."""
+        return max(1, min(self.max_backlog, self.max_queue // 2))
 
     # -- the writer thread --
 
@@ -309,8 +316,8 @@ class Recorder:
     def _wait_for_lull(self, since: float) -> None:
         """Hold off writing while the program goes on queueing units, until it has queued none
         for :attr:`quiet` seconds, or :attr:`max_delay` seconds have passed since ``since``,
-        or :attr:`max_backlog` units are queued, or someone waits (flush, close, a full
-        queue).
+        or :attr:`max_backlog` units are queued (half :attr:`max_queue` if smaller), or
+        someone waits (flush, close, a full queue).
 
         Why: the writer's work is Python code, which runs under the interpreter lock. Writing
         while the program runs makes every system call of the program (an event loop's
@@ -324,10 +331,11 @@ class Recorder:
         if quiet <= 0:
             return
         queue = self._queue
+        backlog = self._backlog()
         wait = quiet
         while not (self._hurry or self._closed):
             left = since + self.max_delay - time.monotonic()
-            if len(queue) >= self.max_backlog or left <= 0:
+            if len(queue) >= backlog or left <= 0:
                 return
             seen = self._taken + len(queue)
             if self._wake.wait(min(wait, left)):

@@ -771,11 +771,10 @@ async def _step(
         shown: Any = event if collected is None else collected
         edited = await unit.abefore(input=shown)
     else:
-        # The state before the step is shown at its stops and read by watches; a record keeps
-        # the state after each step only (and none for a tool call: its frame's calls do not
-        # write the state), so a run that is only recorded does not read it.
-        if not quiet:
-            before_state = await _read_state(run)
+        # Read also when the run is only recorded (nothing can stop yet): a breakpoint or watch
+        # set while the step runs stops at its after point, which then shows this state and
+        # compares with it, as do the model and tool calls the step makes.
+        before_state = await _read_state(run)
         shown = event_fields(event) if collected is None else [event_fields(e) for e in collected]
         edited = await _held(run, unit.abefore(state=before_state, input=shown))
     if edited is not shown:

@@ -531,3 +531,54 @@ def test_a_snapshot_taken_while_held_restores_the_held_step(dbg: flowdbg.Debugge
     dbg.set("n", 41)
     dbg.resume()
     assert run.result(WAIT) == 42
+
+
+# -- a watch set while a step runs -------------------------------------------------------------
+
+
+class Mid(Event):
+    pass
+
+
+def _gated_workflow(entered: threading.Event, gate: threading.Event) -> Workflow:
+    class Gated(Workflow):
+        @step
+        async def first(self, ctx: Context, ev: StartEvent) -> Mid:
+            await ctx.store.set("a", 1)
+            return Mid()
+
+        @step
+        async def second(self, ctx: Context, ev: Mid) -> StopEvent:
+            entered.set()
+            while not gate.is_set():  # a slow model call, say
+                await asyncio.sleep(0.01)
+            await ctx.store.set("b", 2)
+            return StopEvent(result="ok")
+
+    return Gated(timeout=30)
+
+
+@pytest.mark.parametrize("record", [False, True])
+def test_a_watch_set_while_a_step_runs_stops_only_where_its_key_changes(
+    record: bool, tmp_path: Any
+) -> None:
+    entered, gate = threading.Event(), threading.Event()
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db") if record else flowdbg.Debugger(record=False)
+    wf = _gated_workflow(entered, gate)
+    dbg.attach(wf)
+    handle = start(dbg, wf)
+    assert entered.wait(WAIT)
+    dbg.watch("a")  # 'second' is past its before point and does not change "a"
+    dbg.watch("b")  # ... but sets "b"
+    gate.set()
+    if record:
+        # a recorded step reads the state before it: "b" is new after it, "a" is unchanged
+        stop = stop_at(dbg, "second", "after")
+        assert stop.reason is StopReason.WATCH
+        assert stop.state_before == {"a": 1} and stop.state == {"a": 1, "b": 2}
+        dbg.resume()
+    # unrecorded, nothing read the state before the step (nothing could stop then): there is
+    # nothing to compare with, and a missing old value is no change
+    assert handle.result(timeout=WAIT) == "ok"
+    assert dbg.wait_for_stop(0.2) is None
+    dbg.close()

@@ -256,6 +256,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made by a test end with it."""
     monkeypatch.setattr(encode_module, "_structural", dict(encode_module._structural))
     monkeypatch.setattr(encode_module, "_plans", {})
+    monkeypatch.setattr(encode_module, "_routes", {})
 
 
 class Packet:
@@ -620,6 +621,7 @@ def test_big_blobs_are_compressed_only_when_it_pays() -> None:
     assert compress(b'v"short"') == b'v"short"'
 
 
+@pytest.mark.usefixtures("registry")
 def test_classes_met_before_are_encoded_the_same_and_registering_one_changes_its_form() -> None:
     # the encoder remembers which classes are models and dataclasses (and a dataclass's
     # fields); what it remembers must give what the first encoding gave, until a class is

@@ -45,6 +45,7 @@ on the value, so equal values have equal entries (which is how diffs compare sta
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
 import datetime
 import decimal
@@ -56,7 +57,7 @@ import re
 import threading
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any
 
 from flowdbg._redact import (
@@ -106,13 +107,42 @@ _BYTES_KEY = "__bytes__"
 _REPR_KEY = "__repr__"
 _TYPE_KEY = "__type__"
 
-_dumps = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=True
-).encode
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _compact_json(ensure_ascii: bool) -> Callable[[Any], str]:
+    """``json.JSONEncoder(ensure_ascii=..., separators=(",", ":"), check_circular=False,
+    allow_nan=True).encode``, the same text, without the encoder that ``encode`` builds for
+    each call: the C encoder is made once (about 0.6 µs saved per value; the writer encodes
+    dozens per step). A C encoder keeps no state between calls when it checks no cycles."""
+    encode = json.JSONEncoder(
+        ensure_ascii=ensure_ascii, separators=(",", ":"), check_circular=False, allow_nan=True
+    ).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    quote = (
+        getattr(json.encoder, "c_encode_basestring_ascii", None)
+        if ensure_ascii
+        else getattr(json.encoder, "c_encode_basestring", None)
+    )
+    if make is None or quote is None:
+        return encode
+    try:
+        encoder = make(None, _not_json, quote, None, ":", ",", False, False, True)
+    except TypeError:  # another signature: the standard way
+        return encode
+    join = "".join
+
+    def dumps(value: Any) -> str:
+        return join(encoder(value, 0))
+
+    return dumps
+
+
+_dumps = _compact_json(ensure_ascii=False)
 #: compact JSON text of a plain value, ASCII only (what table columns hold)
-to_json = json.JSONEncoder(
-    ensure_ascii=True, separators=(",", ":"), check_circular=False, allow_nan=True
-).encode
+to_json = _compact_json(ensure_ascii=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -584,9 +614,13 @@ def flat_column(encoder: Encoder, value: Any) -> str | None:
     return "[" + text + "]"
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def _key_of(data: bytes) -> str:
+    # base64.urlsafe_b64encode, without its two Python-level calls (one per blob)
     digest = hashlib.blake2b(data, digest_size=16).digest()
-    return base64.urlsafe_b64encode(digest)[:22].decode("ascii")
+    return binascii.b2a_base64(digest, newline=False)[:22].translate(_URLSAFE).decode("ascii")
 
 
 class Packer:
@@ -724,6 +758,8 @@ class Packer:
         return self._tree(b"l", b"L", elements), size
 
     def _tree(self, leaf: bytes, interior: bytes, items: list[Any]) -> str:
+        if len(items) <= FANOUT:  # one leaf (most values): no chunks
+            return self._blob(leaf, _dumps(dict(items) if leaf == b"d" else items))
         keys = [
             self._blob(leaf, _dumps(dict(chunk) if leaf == b"d" else chunk))
             for chunk in _chunks(items)

@@ -652,3 +652,43 @@ def test_classes_met_before_are_encoded_the_same_and_registering_one_changes_its
         "text": "hi",
         "api_key": REDACTED,
     }
+
+
+def test_the_json_text_and_blob_keys_are_those_of_the_standard_library() -> None:
+    # A blob's key is the hash of its JSON text, and columns are compared as text: the
+    # encoder made once must write exactly what json.JSONEncoder(...).encode writes.
+    import base64
+    import hashlib
+
+    standard = {
+        ascii_only: json.JSONEncoder(
+            ensure_ascii=ascii_only, separators=(",", ":"), check_circular=False, allow_nan=True
+        ).encode
+        for ascii_only in (False, True)
+    }
+    values: list[Any] = [
+        None,
+        True,
+        0,
+        -(10**40),
+        1.5,
+        -0.0,
+        1e300,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        "",
+        'quote " backslash \\ tab \t nul \x00 line-sep \u2028 é 日本 \U0001f600',
+        [],
+        {},
+        {"a": [1, {"b": None}], "é": "x", "": [[], {}]},
+        [{"k": "v", "n": 2}] * 3,
+    ]
+    for value in values:
+        assert encode_module._dumps(value) == standard[False](value)
+        assert encode_module.to_json(value) == standard[True](value)
+    with pytest.raises(TypeError):
+        encode_module._dumps({"x": object()})
+    data = b"d" + encode_module._dumps({"a": 1}).encode()
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    assert encode_module._key_of(data) == base64.urlsafe_b64encode(digest)[:22].decode()

@@ -507,10 +507,51 @@ class Encoder:
             extra = getattr(value, "__pydantic_extra__", None)
             if isinstance(extra, dict):
                 names += [name for name in extra if isinstance(name, str)]
-            dumped = {name: getattr(value, name, None) for name in names}
-        if not isinstance(dumped, Mapping):
-            return self._value(dumped, depth)  # a RootModel
-        return self._mapping(dumped, depth)
+            return self._mapping({name: getattr(value, name, None) for name in names}, depth)
+        if type(dumped) is not dict:
+            return self._dumped(dumped, depth)  # a RootModel
+        return self._dumped_mapping(dumped, depth)
+
+    # -- what pydantic dumped in JSON mode: new dicts and lists of JSON values, shared with
+    # nothing, so walked without _container's memo, cycle and failure bookkeeping; each method
+    # mirrors its general counterpart (_value, _mapping, _sequence) and hands anything else to it
+
+    def _dumped(self, value: Any, depth: int) -> Any:
+        kind = type(value)
+        if kind is str:
+            rules = self._rules
+            return value if rules is None or len(value) < _MIN_TEXT else rules.text(value)
+        if kind is int or kind is float or kind is bool or value is None:
+            return value
+        if depth < _MAX_DEPTH:  # (_container's limit: the general way stores a repr past it)
+            if kind is dict:
+                return self._dumped_mapping(value, depth + 1)
+            if kind is list:
+                return self._dumped_sequence(value, depth + 1)
+        return self._value(value, depth)
+
+    def _dumped_mapping(self, value: dict[Any, Any], depth: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        rules = self._rules
+        if rules is None:
+            for key, item in value.items():
+                out[key if type(key) is str else self._key(key)] = self._dumped(item, depth)
+            return out
+        record = "value" in value and rules.record_secret(value)
+        keys = rules.key_cache
+        for key, item in value.items():
+            name = key if type(key) is str else self._key(key)
+            name, secret = keys.get(name) or rules.key(name)
+            if item is not None and (secret or (record and name == "value")):
+                out[name] = REDACTED
+            else:
+                out[name] = self._dumped(item, depth)
+        return out
+
+    def _dumped_sequence(self, value: list[Any], depth: int) -> list[Any]:
+        if len(value) == 2 and self._rules is not None and self._rules.pair_secret(value):
+            return [self._dumped(value[0], depth), REDACTED]
+        return [self._dumped(item, depth) for item in value]
 
     def _dataclass(self, value: Any, depth: int, names: tuple[str, ...]) -> dict[str, Any]:
         return self._mapping({name: getattr(value, name, None) for name in names}, depth)

@@ -692,3 +692,39 @@ def test_the_json_text_and_blob_keys_are_those_of_the_standard_library() -> None
     data = b"d" + encode_module._dumps({"a": 1}).encode()
     digest = hashlib.blake2b(data, digest_size=16).digest()
     assert encode_module._key_of(data) == base64.urlsafe_b64encode(digest)[:22].decode()
+
+
+def test_what_pydantic_dumps_is_encoded_as_the_general_way_encodes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the walk of a model's JSON dump skips the general walk's bookkeeping: same plain values,
+    # redaction by key, name/value record, pair and shape included
+    class Inner(pydantic.BaseModel):
+        api_key: str = "sk-abc"
+        note: str = "call me: Bearer abcdefghijklmnop1234"
+        pair: list[str] = ["Authorization", "Bearer abcdefghijklmnop1234"]
+        record: dict[str, Any] = {"name": "password", "value": "hunter2"}
+        nums: list[float] = [1.5, float("nan")]
+
+    class Outer(pydantic.BaseModel):
+        inner: Inner = Inner()
+        many: list[Inner] = [Inner(), Inner(api_key="x")]
+        deep: Any = {"a": [{"b": [{"token": "t0ken-value"}]}]}
+        empty: dict[str, Any] = {}
+        none: Any = None
+
+    class Root(pydantic.RootModel[list[dict[str, Any]]]):
+        pass
+
+    values = [
+        Outer(),
+        Root([{"secret": "s", "ok": 1}, {"url": "postgres://u:pw@host/db"}]),
+        {"nested": [Outer(), Inner()]},
+    ]
+    fast = [encode_value(v) for v in values]
+    encoder = encode_module.Encoder
+    monkeypatch.setattr(encoder, "_dumped_mapping", encoder._mapping)
+    monkeypatch.setattr(encoder, "_dumped", encoder._value)
+    general = [encode_value(v) for v in values]
+    assert json.dumps(fast) == json.dumps(general)
+    assert REDACTED in json.dumps(fast) and "hunter2" not in json.dumps(fast)

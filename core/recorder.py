@@ -200,6 +200,9 @@ class Recorder:
         self._take_lock = threading.Lock()
         self._closed = False
         self._hurry = 0  # threads waiting for the writer (flush, a full queue): no lull wait
+        # worked out from the settings by the writer, each time it wakes, rather than by the
+        # program at each unit it queues (the hot path)
+        self._wake_at = self._wake_threshold()
         self._failed_once = False
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -282,7 +285,7 @@ class Recorder:
         queue.append((kind, item))
         if self._thread is None:
             self._start()
-        elif len(queue) >= (self.batch_size if self.quiet <= 0 else self._backlog()):
+        elif len(queue) >= self._wake_at:
             self._wake.set()
 
     def _backlog(self) -> int:
@@ -290,6 +293,10 @@ class Recorder:
         half the queue when that is smaller (the overflow policy must never be reached while
         the writer waits)."""
         return max(1, min(self.max_backlog, self.max_queue // 2))
+
+    def _wake_threshold(self) -> int:
+        """Queued items at which a new one wakes the writer (see :attr:`_wake_at`)."""
+        return self.batch_size if self.quiet <= 0 else self._backlog()
 
     # -- the writer thread --
 
@@ -305,6 +312,7 @@ class Recorder:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
+            self._wake_at = self._wake_threshold()
             while self._queue:
                 self._wait_for_lull(time.monotonic())
                 left = len(self._queue)  # then all of it: the lull may be short

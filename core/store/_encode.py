@@ -436,12 +436,21 @@ class Encoder:
 
     # -- containers --
 
-    def _mapping(self, value: Mapping[Any, Any], depth: int) -> dict[str, Any]:
+    def _mapping(
+        self,
+        value: Mapping[Any, Any],
+        depth: int,
+        walk: Callable[[Any, int], Any] | None = None,
+    ) -> dict[str, Any]:
+        """``value`` as a dict, redacted by key; its items encoded by ``walk`` (:meth:`_value`,
+        or :meth:`_dumped` for what pydantic dumped)."""
         out: dict[str, Any] = {}
         rules = self._rules
+        if walk is None:
+            walk = self._value
         if rules is None:
             for key, item in value.items():
-                out[key if type(key) is str else self._key(key)] = self._value(item, depth)
+                out[key if type(key) is str else self._key(key)] = walk(item, depth)
             return out
         # {"name": "token", "value": ...}
         record = "value" in value and rules.record_secret(value)
@@ -452,7 +461,7 @@ class Encoder:
             if item is not None and (secret or (record and name == "value")):
                 out[name] = REDACTED
             else:
-                out[name] = self._value(item, depth)
+                out[name] = walk(item, depth)
         return out
 
     def _is_secret(self, name: str) -> bool:
@@ -513,8 +522,8 @@ class Encoder:
         return self._dumped_mapping(dumped, depth)
 
     # -- what pydantic dumped in JSON mode: new dicts and lists of JSON values, shared with
-    # nothing, so walked without _container's memo, cycle and failure bookkeeping; each method
-    # mirrors its general counterpart (_value, _mapping, _sequence) and hands anything else to it
+    # nothing, so walked without _container's memo, cycle and failure bookkeeping; _dumped and
+    # _dumped_sequence mirror _value and _sequence and hand anything else to the general walk
 
     def _dumped(self, value: Any, depth: int) -> Any:
         kind = type(value)
@@ -531,22 +540,7 @@ class Encoder:
         return self._value(value, depth)
 
     def _dumped_mapping(self, value: dict[Any, Any], depth: int) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        rules = self._rules
-        if rules is None:
-            for key, item in value.items():
-                out[key if type(key) is str else self._key(key)] = self._dumped(item, depth)
-            return out
-        record = "value" in value and rules.record_secret(value)
-        keys = rules.key_cache
-        for key, item in value.items():
-            name = key if type(key) is str else self._key(key)
-            name, secret = keys.get(name) or rules.key(name)
-            if item is not None and (secret or (record and name == "value")):
-                out[name] = REDACTED
-            else:
-                out[name] = self._dumped(item, depth)
-        return out
+        return self._mapping(value, depth, self._dumped)
 
     def _dumped_sequence(self, value: list[Any], depth: int) -> list[Any]:
         if len(value) == 2 and self._rules is not None and self._rules.pair_secret(value):

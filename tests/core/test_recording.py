@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -417,8 +418,6 @@ def _busy_program(
     """A thread that runs a small graph again and again for ``seconds`` or until ``stop`` is
     set, sleeping ``gap`` seconds after every ``every`` runs; returns it and a list that gets
     the number of runs it made."""
-    import threading
-
     dbg = flowdbg.Debugger(record=False, plugins=[recorder])
     app = dbg.attach(loop_graph(3))
     made: list[int] = []
@@ -436,22 +435,40 @@ def _busy_program(
     return threading.Thread(target=work), made
 
 
-def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
-    tmp_path: Path,
-) -> None:
-    import threading
-
+def _run_busy(
+    tmp_path: Path, seconds: float, *, gap: float = 0.0, every: int = 20, **settings: Any
+) -> tuple[CountingStore, Recorder, int]:
+    """A busy program (see _busy_program) run to its end, recorded by a Recorder with
+    ``settings``; the store counts what was written while it ran. Returns the store, the
+    recorder and the number of runs made."""
     busy, stop = threading.Event(), threading.Event()
     store = CountingStore(tmp_path / "r.db", busy)
-    # a lull is 0.2 s without a unit; the busy program makes one every few microseconds
-    # (one batch per lull: what a lull writes is one write)
-    recorder = Recorder(store, quiet=0.2, max_delay=60, max_backlog=10**6, batch_size=10**7)
-    thread, made = _busy_program(recorder, 0.8, stop)
+    recorder = Recorder(store, **settings)
+    thread, made = _busy_program(recorder, seconds, stop, gap=gap, every=every)
     busy.set()
     thread.start()
     thread.join(T)
     busy.clear()
-    assert made and made[0] > 50
+    assert made and made[0] > 0
+    return store, recorder, made[0]
+
+
+def _all_written(store: CountingStore, recorder: Recorder, runs: int) -> None:
+    """Nothing was lost by waiting: every run is in the store once flushed."""
+    assert recorder.flush(T)
+    assert len(store.list_runs(limit=10**6)) == runs
+    recorder.close()
+
+
+def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
+    tmp_path: Path,
+) -> None:
+    # a lull is 0.2 s without a unit; the busy program makes one every few microseconds
+    # (one batch per lull: what a lull writes is one write)
+    store, recorder, runs = _run_busy(
+        tmp_path, 0.8, quiet=0.2, max_delay=60, max_backlog=10**6, batch_size=10**7
+    )
+    assert runs > 50
     # the writer writes in the lull after the program (a scheduling hiccup of 0.2 s, as a
     # loaded machine may cause, gives it one more); one that wrote as units came would have
     # written every 0.05 s and at the end of every run
@@ -460,51 +477,45 @@ def test_the_writer_waits_for_a_lull_while_the_program_keeps_making_steps(
     while store.batches == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert store.batches > 0  # the lull alone, with no flush
-    assert recorder.flush(T)
-    assert len(store.list_runs(limit=10**6)) == made[0]  # nothing lost by waiting
-    recorder.close()
+    _all_written(store, recorder, runs)
 
 
 def test_pauses_shorter_than_quiet_are_no_lull(tmp_path: Path) -> None:
-    import threading
-
-    busy, stop = threading.Event(), threading.Event()
-    store = CountingStore(tmp_path / "r.db", busy)
     # pauses of 0.05 s, longer than the writer's longest look (0.032 s), shorter than quiet
-    recorder = Recorder(store, quiet=0.3, max_delay=60, max_backlog=10**6, batch_size=10**7)
-    thread, made = _busy_program(recorder, 1.5, stop, gap=0.05)
-    busy.set()
-    thread.start()
-    thread.join(T)
-    busy.clear()
+    store, recorder, runs = _run_busy(
+        tmp_path, 1.5, gap=0.05, quiet=0.3, max_delay=60, max_backlog=10**6, batch_size=10**7
+    )
     assert store.batches_while_busy <= 2  # (a hiccup of 0.3 s may give it one)
-    assert recorder.flush(T)
-    assert len(store.list_runs(limit=10**6)) == made[0]
-    recorder.close()
+    _all_written(store, recorder, runs)
 
 
 def test_the_writer_waits_for_a_lull_at_most_max_delay(tmp_path: Path) -> None:
-    import threading
-
-    busy, stop = threading.Event(), threading.Event()
-    store = CountingStore(tmp_path / "r.db", busy)
-    recorder = Recorder(store, quiet=5.0, max_delay=0.1, max_backlog=10**6)
-    thread, made = _busy_program(recorder, 1.0, stop)
-    busy.set()
-    thread.start()
-    thread.join(T)
-    busy.clear()
+    store, recorder, runs = _run_busy(tmp_path, 1.0, quiet=5.0, max_delay=0.1, max_backlog=10**6)
     # no lull in sight (5 s), yet the writer wrote while the program ran: after max_delay
     # (how far it then trails depends on how often the program lets go of the interpreter lock)
     assert store.batches_while_busy >= 1
-    assert recorder.flush(T)
-    assert len(store.list_runs(limit=10**6)) == made[0]
-    recorder.close()
+    _all_written(store, recorder, runs)
+
+
+def test_the_writer_waits_for_a_lull_until_max_backlog_units_are_queued(tmp_path: Path) -> None:
+    store, recorder, runs = _run_busy(tmp_path, 0.5, quiet=60, max_delay=60, max_backlog=200)
+    assert store.batches_while_busy >= 1  # neither a lull nor max_delay came: the backlog did
+    _all_written(store, recorder, runs)
+
+
+def test_a_small_queue_is_written_before_it_overflows_while_the_writer_waits_for_a_lull(
+    tmp_path: Path,
+) -> None:
+    # no lull (pauses of 1 ms), a queue far below max_backlog: the writer must not wait for a
+    # lull until steps are dropped
+    store, recorder, runs = _run_busy(
+        tmp_path, 1.0, gap=0.001, every=1, max_queue=1000, overflow="drop"
+    )
+    assert recorder.dropped == 0
+    _all_written(store, recorder, runs)
 
 
 def test_flush_does_not_wait_for_a_lull(tmp_path: Path) -> None:
-    import threading
-
     busy, stop = threading.Event(), threading.Event()
     store = CountingStore(tmp_path / "r.db", busy)
     recorder = Recorder(store, quiet=60, max_delay=60, max_backlog=10**6)
@@ -522,42 +533,4 @@ def test_flush_does_not_wait_for_a_lull(tmp_path: Path) -> None:
     finally:
         stop.set()
         thread.join(T)
-    assert recorder.flush(T)
-    assert len(store.list_runs(limit=10**6)) == made[0]
-    recorder.close()
-
-
-def test_the_writer_waits_for_a_lull_until_max_backlog_units_are_queued(tmp_path: Path) -> None:
-    import threading
-
-    busy, stop = threading.Event(), threading.Event()
-    store = CountingStore(tmp_path / "r.db", busy)
-    recorder = Recorder(store, quiet=60, max_delay=60, max_backlog=200)
-    thread, made = _busy_program(recorder, 0.5, stop)
-    busy.set()
-    thread.start()
-    thread.join(T)
-    busy.clear()
-    assert store.batches_while_busy >= 1  # neither a lull nor max_delay came: the backlog did
-    assert recorder.flush(T)
-    assert len(store.list_runs(limit=10**6)) == made[0]
-    recorder.close()
-
-
-def test_a_small_queue_is_written_before_it_overflows_while_the_writer_waits_for_a_lull(
-    tmp_path: Path,
-) -> None:
-    import threading
-
-    busy, stop = threading.Event(), threading.Event()
-    store = CountingStore(tmp_path / "r.db", busy)
-    # no lull (pauses of 1 ms), a queue far below max_backlog: the writer must not wait for a
-    # lull until steps are dropped
-    recorder = Recorder(store, max_queue=1000, overflow="drop")
-    thread, made = _busy_program(recorder, 1.0, stop, gap=0.001, every=1)
-    thread.start()
-    thread.join(T)
-    assert recorder.flush(T)
-    assert recorder.dropped == 0
-    assert len(store.list_runs(limit=10**6)) == made[0]
-    recorder.close()
+    _all_written(store, recorder, made[0])

@@ -86,6 +86,10 @@ def flowdbg_on_step(debugger: Debugger, unit: Unit) -> None:
     it. Unlike :func:`flowdbg_on_event` it keeps the debugger's fast path, so it must cost next
     to nothing: ``unit.record()`` builds the :class:`flowdbg.StepRecord`, which an observer
     wanting it off the run's thread does later (keep the unit, build the record elsewhere).
+    Except where ``unit.run.values_change_in_place``: the framework may then change the
+    unit's objects in place once this hook returns, so an observer keeping its values takes
+    them now (the built-in recorder has its store encode them:
+    :meth:`flowdbg.store.Store.freeze`).
 
     :param debugger: the debugger.
     :param unit: the finished :class:`flowdbg.Unit` (``status``, ``input``, ``output``,

@@ -6,7 +6,11 @@ per unit); a writer thread reads the queued units' fields (those of their
 :class:`~flowdbg.records.StepRecord`, as tuples: :func:`step_fields`) and writes them in
 batches with :meth:`Store.write_fields <flowdbg.store.Store.write_fields>`, one transaction
 each, when the program pauses in making units (it waits for a model or a tool, is held at a
-stop, or is idle) or at least every second (see :meth:`Recorder._wait_for_lull`). The queue is
+stop, or is idle) or at least every second (see :meth:`Recorder._wait_for_lull`). Where the
+framework changes a finished unit's objects in place (:attr:`RunScope.values_change_in_place
+<flowdbg.runtime.RunScope.values_change_in_place>`), the program reads the fields itself as the
+unit ends and the store takes its values as they are then (:meth:`Store.freeze
+<flowdbg.store.Store.freeze>`). The queue is
 bounded; when the writer falls that far behind, the overflow policy decides:
 ``"wait"`` (the default) holds the thread that finished the step until the writer has caught up
 by a quarter of the queue, so the run slows down for a moment and no step is lost; ``"drop"``
@@ -228,6 +232,20 @@ class Recorder:
                         self.max_queue,
                     )
                 return
+        if unit.run.values_change_in_place:
+            # The framework changes the objects of a finished unit's values in place (an
+            # agent's memory in a LlamaIndex context, an OpenAI run context, events it edits
+            # later): the writer, reading them later, would record them as they are then.
+            # Read the unit's fields now, on the run's thread, and have the store take its
+            # values as they are (Store.freeze: the SQLite store encodes them).
+            try:
+                fields = step_fields(unit)
+                frozen = self.store.freeze(fields[11:14])
+            except Exception:  # never let one bad record stop the run
+                log.exception("flowdbg could not record a step; it is skipped")
+                return
+            self._put("fields", (*fields[:11], *frozen, *fields[14:]))
+            return
         if unit.kind in _CALL_KINDS:
             # A model or tool call's input is often a list its node goes on changing once the
             # call returned (a message history it appends to): the writer, reading it later,
@@ -365,7 +383,9 @@ class Recorder:
             items = [queue.popleft() for _ in range(taken)]
             self._taken += taken
         for kind, item in items:
-            if kind == "step":
+            if kind == "fields":  # read and taken when the unit ended
+                steps.append(item)
+            elif kind == "step":
                 try:
                     steps.append(step_fields(item))
                 except Exception:  # never let one bad record stop the writer

@@ -112,6 +112,7 @@ class RunScope:
         "target",
         "terminated",
         "units",
+        "values_change_in_place",
     )
 
     #: whether this is a :class:`Frame` (the calls inside a unit), not a run of its own
@@ -139,6 +140,15 @@ class RunScope:
         #: a rerun's recorded model and tool calls (top-level runs of a rerun only; see
         #: :meth:`Unit.recorded`)
         self.calls: RecordedCalls | None = None
+        #: set by the adapter when its framework (or the code it runs) may change the objects
+        #: of a finished unit's values (input, output, state) in place, as LlamaIndex does with
+        #: an agent's memory and the OpenAI Agents SDK with a run context: the built-in
+        #: recorder then takes them as they are when each unit ends, on the run's thread
+        #: (:meth:`flowdbg.store.Store.freeze`), instead of reading them later on its writer
+        #: thread. It costs the run the encoding of each unit's values, with nothing shared
+        #: between units (a long message history is encoded again at each unit), so a
+        #: framework whose updates replace values (LangGraph's reducers) leaves it off.
+        self.values_change_in_place = False
         #: child runs started by units of this run
         self.children: list[RunScope] = []
         self._counter = itertools.count(1)
@@ -365,6 +375,7 @@ class Frame(RunScope):
         self._path = (*run._path, unit.node)
         self.units = run.units
         self.children = run.children
+        self.values_change_in_place = run.values_change_in_place
         self._unsettled = run._unsettled
         #: whether the calls made here write the run's state themselves (an agent's tools
         #: write the run context the agent shares): each call's record then keeps the state

@@ -577,6 +577,10 @@ class DebugRuntime(BaseRuntimeDecorator):
             # steps (which run on this runtime) too
             target=self.workflow,
         )
+        # A context's store keeps live objects that later steps change in place (an agent's
+        # memory and scratchpad), and LlamaIndex's agents change events they emitted (the
+        # AgentOutput's tool_calls, at parse_agent_output): record each step as it ended.
+        scope.values_change_in_place = True
         run = _Run(scope, clock, self, workflow)
         token = RUN.set(run)
         try:

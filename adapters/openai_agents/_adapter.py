@@ -196,9 +196,13 @@ def _begin(
 ) -> Any:
     from flowdbg.adapters.openai_agents._runtime import FRAMEWORK, AgentRun, compose_run_config
 
-    scope = debugger.begin_run(
-        framework=FRAMEWORK, name=agent.name, input=_run_input(input), target=target
-    )
+    shown = _run_input(input)
+    scope = debugger.begin_run(framework=FRAMEWORK, name=agent.name, input=shown, target=target)
+    if kwargs.get("context") is not None or shown is not input:
+        # The state shows the run context, which the user's tools change in place: record
+        # each unit as it ended. (A resumed RunState carries its context. Without a context
+        # the state is the agent's name and turn, which nothing changes.)
+        scope.values_change_in_place = True
     run = AgentRun(debugger, scope, streamed=streamed, run_config=kwargs.get("run_config"))
     try:
         kwargs["hooks"] = _hooks_class()(run, kwargs.get("hooks"))

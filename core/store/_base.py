@@ -372,6 +372,21 @@ class Store(abc.ABC):
         """
         self.write_batch(runs=runs, steps=[StepRecord(*fields) for fields in steps], ended=ended)
 
+    def freeze(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The values of one step (its input, output, state) taken as they are now, for a
+        later :meth:`write_fields` or :meth:`write_batch` on any thread.
+
+        The recorder calls this on the run's thread as each step ends: a framework may go on
+        changing those objects in place afterwards (an agent's memory, a run context), and
+        the step must be recorded as it was. A store may encode the values here (into a form
+        only its own write methods take) or copy them. This default keeps them as they are
+        (the values are then recorded as they are when written).
+
+        :param values: live values; ``None`` and plain scalars may be returned as they are.
+        :returns: one value per value given, in the same order.
+        """
+        return values
+
     @abc.abstractmethod
     def get_run(self, run_id: str) -> RunRecord:
         """One run, with its ``step_count``.

@@ -330,6 +330,11 @@ class Encoder:
         #: type names of the values the last :meth:`encode` stored as a repr
         self.failures: list[str] = []
 
+    def forget(self) -> None:
+        """Forget the containers encoded so far (the memo shares them between the values of
+        one batch): the next values are read anew, and no object is kept alive."""
+        self._memo.clear()
+
     def encode(self, value: Any) -> tuple[Any, bool]:
         """Encode one value.
 

@@ -63,6 +63,21 @@ _MIN_PREFIX = 4
 _BATCH = 500  # host parameters per IN (...) list
 _KNOWN_MAX = 100_000
 
+#: values a step's value may be kept as it is when frozen (immutable)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+class _Frozen:
+    """A step's value encoded when the step ended (:meth:`SQLiteStore.freeze`): plain and
+    redacted, with the types of its parts stored as a repr."""
+
+    __slots__ = ("failures", "plain")
+
+    def __init__(self, plain: Any, failures: tuple[str, ...]) -> None:
+        self.plain = plain
+        self.failures = failures
+
+
 # --------------------------------------------------------------------------------------------
 # Schema and migrations
 # --------------------------------------------------------------------------------------------
@@ -702,11 +717,47 @@ class SQLiteStore(Store):
 
     # -- writing --
 
+    def freeze(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        """See :meth:`Store.freeze`: each value encoded now (on the calling thread, with an
+        encoder of its own), into a form :meth:`write_fields` packs without encoding it again.
+
+        Plain scalars are kept, and a small dict of them is copied (the writer's cache of
+        such dicts' columns then serves it, see :meth:`_encode`). A value met twice among
+        ``values`` (the same message in a step's input and its state) is encoded once; nothing
+        is remembered from one call to the next, as the objects may change in between.
+        """
+        local = self._local
+        encoder = getattr(local, "encoder", None)
+        if encoder is None:
+            encoder = local.encoder = Encoder(self._redact)
+        frozen: list[Any] = []
+        try:
+            for value in values:
+                kind = type(value)
+                if kind in _SCALARS:
+                    frozen.append(value)
+                elif (
+                    kind is dict
+                    and len(value) <= _FLAT_CACHED_KEYS
+                    and _FLAT_KINDS.issuperset(map(type, value.values()))
+                ):
+                    frozen.append(dict(value))
+                else:
+                    plain, partial = encoder.encode(value)
+                    frozen.append(_Frozen(plain, tuple(encoder.failures) if partial else ()))
+        finally:
+            encoder.forget()  # keeps no object alive, and sees changed objects anew
+        return tuple(frozen)
+
     def _encode(
         self, encoder: Encoder, packer: Packer, value: Any, where: str | tuple[Any, ...]
     ) -> tuple[str | None, bool]:
         if value is None:
             return None, False
+        if type(value) is _Frozen:
+            if value.failures:
+                self._warn(value.failures, _where(where))
+            return packer.column(value.plain), bool(value.failures)
         if type(value) is dict and len(value) <= _FLAT_CACHED_KEYS:
             # A small dict of scalars met before (a step's input is the state after the step
             # before it) has its column remembered, by content: its items and their types

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -128,6 +129,52 @@ def test_secrets_are_redacted_and_unserializable_values_do_not_break_the_run(
     assert "Opaque" in str(state["h"])
     assert "Opaque" in caplog.text
     dbg.close()
+
+
+@dataclasses.dataclass
+class Basket:
+    items: list[str]
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_values_a_framework_changes_in_place_are_recorded_as_they_were_at_their_unit(
+    tmp_path: Path, in_place: bool
+) -> None:
+    """A framework that goes on changing a finished unit's objects (an agent's memory) says
+    so; its units are then recorded as they ended, though the writer writes afterwards. A
+    framework that replaces its values (LangGraph) does not pay for it."""
+    store = SQLiteStore(tmp_path / "r.db")
+    recorder = Recorder(store, quiet=60.0, max_delay=60.0)  # writes at the flush only
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    scope = dbg.begin_run(framework="test", name="t", input={})
+    scope.values_change_in_place = in_place
+    memory = {"log": ["a"], "meta": {"n": 1}, "basket": Basket(["fig"])}
+    first = scope.unit("start")
+    first.before(state={}, input={})
+    first.after(output=memory, state={"memory": memory})
+    agent = scope.unit("agent", kind="agent")
+    agent.before(state={"memory": memory}, input=memory)
+    call = agent.frame().unit("search", kind="tool")
+    call.before(input={"query": memory["log"]})
+    call.after(output="found")
+    memory["log"].append("b")  # the agent changes what its call was given, and the memory
+    memory["meta"]["n"] = 2
+    memory["basket"].items.append("pear")
+    agent.after(output=None, state={"memory": memory})
+    scope.end(output=None)
+    assert store.list_runs() == []  # nothing written yet: the values changed before
+    assert recorder.flush(T)
+    steps = store.get_steps(scope.run_id)
+    then = {"log": ["a"], "meta": {"n": 1}, "basket": {"items": ["fig"]}}
+    now = {"log": ["a", "b"], "meta": {"n": 2}, "basket": {"items": ["fig", "pear"]}}
+    recorded = {s.node: s for s in steps}
+    assert recorded["start"].output == (then if in_place else now)
+    assert recorded["start"].state == {"memory": then if in_place else now}
+    # a call's input is kept as it was at its end either way (without the flag, its lists
+    # are copied then)
+    assert recorded["search"].input == {"query": ["a"]}
+    assert recorded["agent"].state == {"memory": now}
+    recorder.close()
 
 
 _CHILD = textwrap.dedent(

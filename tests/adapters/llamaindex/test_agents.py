@@ -204,3 +204,47 @@ def test_agent_workflow_is_debugged_like_any_workflow(dbg: flowdbg.Debugger) -> 
     dbg.resume()
     assert "results for edited" in str(run.result(WAIT))
     dbg.detach(flow)
+
+
+def test_a_recorded_agent_run_keeps_each_step_as_it_ended(tmp_path: Any) -> None:
+    """The agent's memory and scratchpad sit in the context's store and grow in place, and
+    the agent changes the AgentOutput it emitted later on: each step's record keeps them as
+    they were when the step ended, although the recorder writes after the run."""
+    model = Scripted(("search", {"query": "flights"}))
+    agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    try:
+        dbg.attach(agent)
+        run = run_agent(dbg, agent, "find flights")
+        assert "done: results for flights" in str(run.result(WAIT))
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        (record,) = store.list_runs()
+        steps = [s for s in store.get_steps(record.run_id) if s.kind == "node"]
+    finally:
+        dbg.close()
+
+    def memory(state: Any) -> list[str]:
+        return [m["role"] for m in state["memory"]["chat_store"]["store"]["chat_history"]]
+
+    assert [s.node for s in steps] == [
+        "init_run",
+        "setup_agent",
+        "run_agent_step",
+        "parse_agent_output",
+        "call_tool",
+        "aggregate_tool_results",
+        "setup_agent",
+        "run_agent_step",
+        "parse_agent_output",
+    ]
+    # the memory gets the user's message at the start, the rest only when the agent finishes
+    assert [memory(s.state) for s in steps[:-1]] == [["user"]] * 8
+    assert memory(steps[-1].state) == ["user", "assistant", "tool", "assistant"]
+    assert [len(s.state.get("scratchpad", ())) for s in steps] == [0, 0, 1, 1, 1, 2, 2, 3, 0]
+    # the AgentOutput the first model turn emitted, with the call it asked for, and the
+    # second one's, with none (the agent later sets the run's calls on the one it returns)
+    first_turn, second_turn = steps[2].output, steps[7].output
+    assert [c["tool_name"] for c in first_turn["tool_calls"]] == ["search"]
+    assert second_turn["tool_calls"] == []

@@ -99,11 +99,17 @@ def test_graph_inspect_shows_agents_and_handoffs() -> None:
     assert '"refund"' in data and '"handoffs"' in data
 
 
-def test_runs_state_at_a_tool_step_shows_the_context_the_tool_wrote(db: Path) -> None:
+@pytest.mark.parametrize("in_place", [False, True], ids=["replaced", "in_place"])
+def test_runs_state_at_a_tool_step_shows_the_context_the_tool_wrote(
+    db: Path, in_place: bool
+) -> None:
     @function_tool
     def add(ctx: RunContextWrapper[dict[str, Any]], item: str) -> str:
         """Put an item in the cart."""
-        ctx.context["cart"] = [*ctx.context["cart"], item]
+        if in_place:  # the same list, changed: each step is recorded as it was then
+            ctx.context["cart"].append(item)
+        else:
+            ctx.context["cart"] = [*ctx.context["cart"], item]
         return f"added {item}"
 
     agent = oa.agent(

@@ -49,10 +49,11 @@ __all__ = [
 
 #: Key patterns whose values are not stored (case-insensitive regular expressions, searched
 #: anywhere in the key). ``token`` leaves token *counts* alone: ``max_tokens``, ``total_tokens``,
-#: ``token_count``, ``token_usage`` and ``tokenizer`` are kept.
+#: ``token_count``, ``token_usage``, ``token_limit`` (a LlamaIndex memory's), ``token_budget``
+#: and ``tokenizer`` are kept.
 DEFAULT_REDACT: tuple[str, ...] = (
     r"api[-_]?key",
-    r"token(?!s|_?count|_?usage|izer)",
+    r"token(?!s|_?count|_?usage|_?limit|_?budget|izer)",
     r"secret",
     r"passw(?:or)?d",
     r"authorization",

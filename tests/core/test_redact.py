@@ -85,6 +85,7 @@ ORDINARY: dict[str, Any] = {
     "digest": "sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
     "max_tokens": 512,
     "usage": {"prompt_tokens": 10, "total_tokens": 1234, "token_count": 7},
+    "memory": {"token_limit": 3000, "token_budget": 100},
     "homepage": "https://example.com/docs?page=2&sort=asc",
     "remote": "git@github.com:org/repo.git",
     "email": "alice@example.com",

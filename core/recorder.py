@@ -52,6 +52,10 @@ log = logging.getLogger("flowdbg.recorder")
 _HOST = socket.gethostname()
 
 
+#: "the run's own value, as it is now" (see :func:`run_record`)
+_LIVE: Any = object()
+
+
 def step_fields(unit: Unit) -> tuple[Any, ...]:
     """The fields of a finished (or running) unit's :class:`~flowdbg.records.StepRecord`, as a
     tuple in the record's field order (what :meth:`Store.write_fields
@@ -98,8 +102,9 @@ def step_record(unit: Unit) -> StepRecord:
     return StepRecord(*step_fields(unit))
 
 
-def run_record(info: RunInfo) -> RunRecord:
-    """The record of a run (its current status)."""
+def run_record(info: RunInfo, input: Any = _LIVE, output: Any = _LIVE) -> RunRecord:
+    """The record of a run (its current status); ``input`` and ``output``, where given,
+    instead of the run's (taken as they were when the run started and ended)."""
     return RunRecord(
         run_id=info.run_id,
         framework=info.framework,
@@ -111,8 +116,8 @@ def run_record(info: RunInfo) -> RunRecord:
         status=info.status.value,
         started_at=info.started_at,
         ended_at=info.ended_at,
-        input=info.input,
-        output=info.output,
+        input=info.input if input is _LIVE else input,
+        output=info.output if output is _LIVE else output,
         error=None if info.error is None else ErrorInfo.of(info.error),
         pid=os.getpid(),
         host=_HOST,
@@ -216,7 +221,10 @@ class Recorder:
 
     @hookimpl
     def flowdbg_on_run_start(self, run: RunInfo) -> None:
-        self._put("run", run)
+        # The run's input and output are taken as they are when it starts and ends: what it
+        # was given may be changed by its steps (a memory passed in), and what it returned by
+        # the caller (a chat loop appending to the messages it got back).
+        self._put("run", (run, self._as_now(run.input)))
 
     @hookimpl
     def flowdbg_on_step(self, unit: Unit) -> None:
@@ -294,9 +302,18 @@ class Recorder:
 
     @hookimpl
     def flowdbg_on_run_end(self, run: RunInfo) -> None:
-        self._put("end", run)
+        self._put("end", (run, self._as_now(run.output)))
         if self.quiet <= 0:
             self._wake.set()  # a finished run is written promptly (else: in the next lull)
+
+    def _as_now(self, value: Any) -> Any:
+        """``value`` as it is now (:meth:`Store.freeze <flowdbg.store.Store.freeze>`), or as it
+        is when written should that fail."""
+        try:
+            return self.store.freeze((value,))[0]
+        except Exception:  # never let one bad record stop the run
+            log.exception("flowdbg could not take a run's value as it is; it is read later")
+            return _LIVE
 
     def _put(self, kind: str, item: Any) -> None:
         queue = self._queue
@@ -402,11 +419,17 @@ class Recorder:
             elif kind == "run":
                 started.append(item)
             else:
-                ending[id(item)] = item
-        # A run's records are made now, from its current state: a run that started and ended
-        # within the batch is written once, as ended (its row then counts the batch's steps).
-        runs = self._records(info for info in started if id(info) not in ending)
-        ended = self._records(ending.values())
+                ending[id(item[0])] = item
+        # A run's records are made now, from its current state (but for its input and output,
+        # taken at its start and end): a run that started and ended within the batch is
+        # written once, as ended (its row then counts the batch's steps).
+        inputs = {id(info): taken for info, taken in started}
+        runs = self._records(
+            (info, taken, _LIVE) for info, taken in started if id(info) not in ending
+        )
+        ended = self._records(
+            (info, inputs.get(id(info), _LIVE), output) for info, output in ending.values()
+        )
         try:
             self.store.write_fields(runs=runs, steps=steps, ended=ended)
         except Exception as exc:
@@ -419,11 +442,11 @@ class Recorder:
         return taken
 
     @staticmethod
-    def _records(infos: Iterable[RunInfo]) -> list[RunRecord]:
+    def _records(runs: Iterable[tuple[RunInfo, Any, Any]]) -> list[RunRecord]:
         records = []
-        for info in infos:
+        for info, input, output in runs:
             try:
-                records.append(run_record(info))
+                records.append(run_record(info, input, output))
             except Exception:  # never let one bad record stop the writer
                 log.exception("flowdbg could not record a run; it is skipped")
         return records

@@ -871,6 +871,8 @@ async def _step(
     if edited_out is not view:
         outputs = parts.apply(step_name, edited_out)
         parts = _Outputs(outputs)
+        # (the record was taken at the after point, with the decision before the edit: the
+        # same, as an edit keeps each event's type, see _Outputs.apply)
         unit.decision = _targets(table, parts.events())
     if (parts.returned or parts.sent) and not scope.quiet:
         run.note_emitted(unit, parts.events())

@@ -729,7 +729,14 @@ class SQLiteStore(Store):
         local = self._local
         encoder = getattr(local, "encoder", None)
         if encoder is None:
-            encoder = local.encoder = Encoder(self._redact)
+            encoder = Encoder(self._redact)
+        else:
+            # taken while in use: a value's serializer running a unit that is recorded (on
+            # this thread) gets an encoder of its own
+            local.encoder = None
+        # A subclass that takes records (the base class's write_fields, for its write_batch)
+        # gets plain values in them, not this store's own wrapper (nor the partial flag).
+        wrap = type(self).write_fields is SQLiteStore.write_fields
         frozen: list[Any] = []
         try:
             for value in values:
@@ -744,9 +751,12 @@ class SQLiteStore(Store):
                     frozen.append(dict(value))
                 else:
                     plain, partial = encoder.encode(value)
-                    frozen.append(_Frozen(plain, tuple(encoder.failures) if partial else ()))
+                    if wrap:
+                        plain = _Frozen(plain, tuple(encoder.failures) if partial else ())
+                    frozen.append(plain)
         finally:
             encoder.forget()  # keeps no object alive, and sees changed objects anew
+            local.encoder = encoder
         return tuple(frozen)
 
     def _encode(

@@ -177,6 +177,72 @@ def test_values_a_framework_changes_in_place_are_recorded_as_they_were_at_their_
     recorder.close()
 
 
+def test_a_run_input_and_output_are_recorded_as_they_were_at_its_start_and_end(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    recorder = Recorder(store, quiet=60.0, max_delay=60.0)  # writes at the flush only
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    memory: dict[str, Any] = {"messages": ["hi"], "n": 1}
+    scope = dbg.begin_run(framework="test", name="t", input={"memory": memory})
+    memory["messages"].append("hello")  # the run changes the memory it was given
+    result = {"messages": memory["messages"]}
+    scope.end(output=result)
+    result["messages"].append("and you?")  # the caller goes on with what the run returned
+    assert recorder.flush(T)
+    run = store.get_run(scope.run_id)
+    assert run.input == {"memory": {"messages": ["hi"], "n": 1}}
+    assert run.output == {"messages": ["hi", "hello"]}
+    recorder.close()
+
+
+def test_a_store_taking_records_gets_plain_values_where_a_unit_was_taken_as_it_ended(
+    tmp_path: Path,
+) -> None:
+    store = RecordsOnly(tmp_path / "r.db")
+    recorder = Recorder(store)
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    scope = dbg.begin_run(framework="test", name="t", input={"q": ["x"]})
+    scope.values_change_in_place = True
+    unit = scope.unit("start")
+    unit.before(state={}, input={"q": ["x"]})
+    unit.after(output={"basket": Basket(["fig"])}, state={"basket": Basket(["fig"])})
+    scope.end(output=[1, 2])
+    assert recorder.flush(T)
+    (step,) = store.received
+    assert step.output == step.state == {"basket": {"items": ["fig"]}}
+    assert step.input == {"q": ["x"]}
+    assert store.get_run(scope.run_id).input == {"q": ["x"]}
+    recorder.close()
+
+
+def test_a_value_whose_repr_records_a_step_itself_is_taken_whole(tmp_path: Path) -> None:
+    """Freezing runs user code (a repr, a serializer), which may record a unit of its own on
+    the same thread: the inner freeze has its own encoder, the outer one loses nothing."""
+    store = SQLiteStore(tmp_path / "r.db")
+
+    class Inner:
+        def __repr__(self) -> str:
+            return "<inner>"
+
+    class Outer:
+        def __repr__(self) -> str:
+            (inner,) = store.freeze(({"h": Inner()},))
+            assert inner.failures == (f"{__name__}.{Inner.__qualname__}",)
+            return "<outer>"
+
+    store.freeze(({"warm": ["up"]},))  # the thread's encoder exists
+    looped: dict[str, Any] = {"a": Outer(), "b": Basket(["x"])}
+    looped["me"] = looped  # met again after the repr: a cycle, cut there
+    first, second = store.freeze((looped, {"c": Inner()}))
+    assert first.plain["a"]["__repr__"] == "<outer>"
+    assert first.plain["b"] == {"items": ["x"]}
+    assert first.plain["me"]["__type__"] == "builtins.dict"
+    assert first.failures == (f"{__name__}.{Outer.__qualname__}", "builtins.dict")
+    assert second.failures == (f"{__name__}.{Inner.__qualname__}",)
+    store.close()
+
+
 _CHILD = textwrap.dedent(
     """
     import sys, time

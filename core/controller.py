@@ -218,6 +218,9 @@ class Controller:
         #: ``on_step(unit)`` for every finished unit (the recorder and other observers of
         #: ``flowdbg_on_step``), or ``None``: kept in step with the hooks' implementations
         self.on_step: Callable[[Unit], None] | None = None
+        #: ``on_unit_start(unit)`` for units of runs whose values change in place that passed
+        #: their before point (observers of ``flowdbg_on_unit_start``), or ``None``
+        self.on_unit_start: Callable[[Unit], None] | None = None
         #: the last finished top-level runs, newest last (their run logs are kept in memory)
         self.history: collections.deque[RunScope] = collections.deque(maxlen=20)
         #: True when nothing can stop, log or observe: every point returns at once.
@@ -228,6 +231,7 @@ class Controller:
     def _hooks_changed(self) -> None:
         with self._lock:
             self.on_step = self.hooks.on_step
+            self.on_unit_start = self.hooks.on_unit_start
             self.observe_events = self.hooks.has_event
             self._refresh()
 

@@ -98,6 +98,20 @@ def flowdbg_on_step(debugger: Debugger, unit: Unit) -> None:
 
 
 @hookspec
+def flowdbg_on_unit_start(debugger: Debugger, unit: Unit) -> None:
+    """A unit of a run whose framework changes values in place
+    (``unit.run.values_change_in_place``) passed its ``before`` point: ``unit.input`` is
+    what it receives (edits at a stop applied). The unit may change that object as it runs,
+    so an observer that records inputs takes it now (the built-in recorder has its store
+    encode it). Not called for other runs; like :func:`flowdbg_on_step`, it runs on the
+    run's thread, so keep it cheap.
+
+    :param debugger: the debugger.
+    :param unit: the :class:`flowdbg.Unit` about to run.
+    """
+
+
+@hookspec
 def flowdbg_on_stop(debugger: Debugger, stop: Stop) -> None:
     """A branch stopped and is now held.
 

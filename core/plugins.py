@@ -142,6 +142,9 @@ class Hooks:
         self._listeners: list[Callable[[], None]] = []
         #: ``on_step(unit)``: the finished-unit hook for the hot path, or ``None`` (see refresh)
         self.on_step: Callable[[Unit], None] | None = None
+        #: ``on_unit_start(unit)``: the same for units starting (runs whose values change in
+        #: place only), or ``None``
+        self.on_unit_start: Callable[[Unit], None] | None = None
         self.refresh()
 
     def _observe(self, name: str, **kwargs: Any) -> None:
@@ -162,6 +165,7 @@ class Hooks:
         self.has_log = bool(hook.flowdbg_on_log.get_hookimpls())
         self.has_run_end = bool(hook.flowdbg_on_run_end.get_hookimpls())
         self.on_step = self._direct("flowdbg_on_step")
+        self.on_unit_start = self._direct("flowdbg_on_unit_start")
         for listener in self._listeners:
             listener()
 

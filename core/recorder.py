@@ -202,6 +202,9 @@ class Recorder:
         #: times a step waited for the writer (overflow "wait")
         self.waits = 0
         self._queue: collections.deque[tuple[str, Any]] = collections.deque()
+        # id(unit) -> (unit, its input as it started), for the units of runs whose values
+        # change in place, from their before point to their end (flowdbg_on_unit_start)
+        self._inputs: dict[int, tuple[Unit, Any]] = {}
         self._wake = threading.Event()
         self._cond = threading.Condition()
         self._taken = 0  # popped by the writer (under _take_lock)
@@ -227,6 +230,18 @@ class Recorder:
         self._put("run", (run, self._as_now(run.input)))
 
     @hookimpl
+    def flowdbg_on_unit_start(self, unit: Unit) -> None:
+        # (called only for runs whose values change in place) the unit may change the input it
+        # receives as it runs: take it now. Kept by the unit's id until the unit finishes;
+        # the unit is kept with it so that a reused id cannot match.
+        try:
+            (taken,) = self.store.freeze((unit.input,))
+        except Exception:  # never let one bad record stop the run: read at the unit's end
+            log.exception("flowdbg could not take a unit's input as it is; it is read later")
+            return
+        self._inputs[id(unit)] = (unit, taken)
+
+    @hookimpl
     def flowdbg_on_step(self, unit: Unit) -> None:
         if len(self._queue) >= self.max_queue:
             if self.overflow == "wait":
@@ -246,9 +261,17 @@ class Recorder:
             # later): the writer, reading them later, would record them as they are then.
             # Read the unit's fields now, on the run's thread, and have the store take its
             # values as they are (Store.freeze: the SQLite store encodes them).
+            inputs = self._inputs
+            # (a unit still running when its run was terminated is reported again as it ends)
+            started = (
+                inputs.get(id(unit)) if unit.status == "running" else inputs.pop(id(unit), None)
+            )
             try:
                 fields = step_fields(unit)
-                frozen = self.store.freeze(fields[11:14])
+                if started is not None and started[0] is unit:
+                    frozen = (started[1], *self.store.freeze(fields[12:14]))
+                else:  # a unit that never passed its before point
+                    frozen = self.store.freeze(fields[11:14])
             except Exception:  # never let one bad record stop the run
                 log.exception("flowdbg could not record a step; it is skipped")
                 return
@@ -303,6 +326,12 @@ class Recorder:
     @hookimpl
     def flowdbg_on_run_end(self, run: RunInfo) -> None:
         self._put("end", (run, self._as_now(run.output)))
+        if self._inputs and run.parent_run_id is None:
+            # units that started and never finished (a run cut short): let them go
+            root = run.run_id
+            for key, (unit, _) in list(self._inputs.items()):
+                if unit.run.info.root_run_id == root:
+                    self._inputs.pop(key, None)
         if self.quiet <= 0:
             self._wake.set()  # a finished run is written promptly (else: in the next lull)
 

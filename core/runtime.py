@@ -143,11 +143,12 @@ class RunScope:
         #: set by the adapter when its framework (or the code it runs) may change the objects
         #: of a finished unit's values (input, output, state) in place, as LlamaIndex does with
         #: an agent's memory and the OpenAI Agents SDK with a run context: the built-in
-        #: recorder then takes them as they are when each unit ends, on the run's thread
-        #: (:meth:`flowdbg.store.Store.freeze`), instead of reading them later on its writer
-        #: thread. It costs the run the encoding of each unit's values, with nothing shared
-        #: between units (a long message history is encoded again at each unit), so a
-        #: framework whose updates replace values (LangGraph's reducers) leaves it off.
+        #: recorder then takes them as they are when each unit ends (its input as it starts:
+        #: ``flowdbg_on_unit_start``), on the run's thread (:meth:`flowdbg.store.Store.freeze`),
+        #: instead of reading them later on its writer thread. It costs the run the encoding
+        #: of each unit's values, with nothing shared between units (a long message history
+        #: is encoded again at each unit), so a framework whose updates replace values
+        #: (LangGraph's reducers) leaves it off.
         self.values_change_in_place = False
         #: child runs started by units of this run
         self.children: list[RunScope] = []
@@ -541,6 +542,8 @@ class Unit:
                 raise
         self.started_at = _now()  # time held at a before stop is not the unit's
         self.input = input
+        if self.run.values_change_in_place and ctl.on_unit_start is not None:
+            ctl.on_unit_start(self)  # the input as received, before the unit changes it
         self._token = _CURRENT_UNIT.set(self)
         ctl.running.add(self)
         return input
@@ -666,6 +669,8 @@ class Unit:
                 raise
         self.started_at = _now()
         self.input = input
+        if self.run.values_change_in_place and ctl.on_unit_start is not None:
+            ctl.on_unit_start(self)
         self._token = _CURRENT_UNIT.set(self)
         self._task = _current_task()  # what terminate() cancels while the unit runs
         ctl.running.add(self)

@@ -668,3 +668,32 @@ def test_a_step_observer_that_raises_alone_does_not_break_the_run(caplog: Any) -
     assert app.invoke({"x": 1}) == {"x": 20}
     assert Wrapping.seen == ["a", "b"]  # a wrapper is called as a wrapper
     dbg.close()
+
+
+class Starts:
+    """Observes units starting: what each received, as a copy."""
+
+    def __init__(self) -> None:
+        self.inputs: list[tuple[str, Any]] = []
+
+    @flowdbg.hookimpl
+    def flowdbg_on_unit_start(self, unit: Any) -> None:
+        self.inputs.append((unit.node, list(unit.input["log"])))
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_unit_start_is_heard_only_where_values_change_in_place(in_place: bool) -> None:
+    starts = Starts()
+    dbg = flowdbg.Debugger(record=False, plugins=[starts])
+    scope = dbg.begin_run(framework="test", name="t")
+    scope.values_change_in_place = in_place
+    log = ["a"]
+    unit = scope.unit("agent", kind="agent")
+    unit.before(input={"log": log})
+    call = unit.frame().unit("tool", kind="tool")  # a frame takes the run's setting
+    call.before(input={"log": log})
+    log.append("b")
+    call.after(output=None)
+    unit.after(output=None)
+    scope.end()
+    assert starts.inputs == ([("agent", ["a"]), ("tool", ["a"])] if in_place else [])

@@ -174,6 +174,8 @@ def test_values_a_framework_changes_in_place_are_recorded_as_they_were_at_their_
     # are copied then)
     assert recorded["search"].input == {"query": ["a"]}
     assert recorded["agent"].state == {"memory": now}
+    # the agent changed its own input as it ran: recorded as it started, where taken then
+    assert recorded["agent"].input == (then if in_place else now)
     recorder.close()
 
 

@@ -14,6 +14,7 @@ pytest.importorskip("llama_index.core", reason="llama-index-core is not installe
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
 from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM
+from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.workflow import Workflow
 
 import flowdbg
@@ -213,10 +214,16 @@ def test_a_recorded_agent_run_keeps_each_step_as_it_ended(tmp_path: Any) -> None
     model = Scripted(("search", {"query": "flights"}))
     agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
     dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    memory = ChatMemoryBuffer.from_defaults()  # the caller's, filled by the run
+
+    async def go() -> Any:
+        return await agent.run(user_msg="find flights", memory=memory)
+
     try:
         dbg.attach(agent)
-        run = run_agent(dbg, agent, "find flights")
+        run = dbg.start(lambda: asyncio.run(go()))
         assert "done: results for flights" in str(run.result(WAIT))
+        assert len(memory.get_all()) == 4
         assert dbg.flush(WAIT)
         store = dbg.store
         assert store is not None
@@ -225,8 +232,12 @@ def test_a_recorded_agent_run_keeps_each_step_as_it_ended(tmp_path: Any) -> None
     finally:
         dbg.close()
 
-    def memory(state: Any) -> list[str]:
-        return [m["role"] for m in state["memory"]["chat_store"]["store"]["chat_history"]]
+    def roles(memory: Any) -> list[str]:
+        return [m["role"] for m in memory["chat_store"]["store"].get("chat_history", ())]
+
+    # the memory the run was given, and the one init_run received: empty then
+    assert roles(record.input["memory"]) == []
+    assert steps[0].node == "init_run" and roles(steps[0].input["memory"]) == []
 
     assert [s.node for s in steps] == [
         "init_run",
@@ -240,8 +251,8 @@ def test_a_recorded_agent_run_keeps_each_step_as_it_ended(tmp_path: Any) -> None
         "parse_agent_output",
     ]
     # the memory gets the user's message at the start, the rest only when the agent finishes
-    assert [memory(s.state) for s in steps[:-1]] == [["user"]] * 8
-    assert memory(steps[-1].state) == ["user", "assistant", "tool", "assistant"]
+    assert [roles(s.state["memory"]) for s in steps[:-1]] == [["user"]] * 8
+    assert roles(steps[-1].state["memory"]) == ["user", "assistant", "tool", "assistant"]
     # the scratchpad grows over the tool round (the model's call, then the tool's result)
     pads = [len(s.state.get("scratchpad", ())) for s in steps]
     assert pads[0] == 0 and pads[2] < pads[5] < pads[7]

@@ -63,6 +63,19 @@ _MIN_PREFIX = 4
 _BATCH = 500  # host parameters per IN (...) list
 _KNOWN_MAX = 100_000
 
+#: the types of functions and methods (by their names as the encoder gives them), which a
+#: state may hold and which are stored as their repr without a warning (see SQLiteStore._warn)
+_CODE_TYPES = frozenset(
+    {
+        "builtins.function",
+        "builtins.method",
+        "builtins.builtin_function_or_method",
+        "builtins.method-wrapper",
+        "builtins.method_descriptor",
+        "builtins.wrapper_descriptor",
+        "functools.partial",
+    }
+)
 #: values a step's value may be kept as it is when frozen (immutable)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -807,6 +820,11 @@ class SQLiteStore(Store):
                 if name in self._warned:
                     continue
                 self._warned.add(name)
+            if name in _CODE_TYPES:
+                # code kept in a state (a LlamaIndex memory's tokenizer function): no data of
+                # the user's is lost, so no warning they could do nothing about
+                log.info("flowdbg stored a value of type %s %s as its repr", name, where)
+                continue
             log.warning(
                 "flowdbg could not serialize a value of type %s %s; stored its repr", name, where
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import signal
@@ -128,6 +129,33 @@ def test_secrets_are_redacted_and_unserializable_values_do_not_break_the_run(
     assert state["auth"] == {"api_key": "[REDACTED]", "user": "ana"}
     assert "Opaque" in str(state["h"])
     assert "Opaque" in caplog.text
+    dbg.close()
+
+
+def test_functions_in_a_state_are_stored_as_their_repr_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def tokenize(text: str, *, special: str) -> list[str]:
+        return text.split()
+
+    g = StateGraph(name="code")
+    g.add_node("keep", lambda s: {"tokenizer": functools.partial(tokenize, special="all")})
+    g.set_entry_point("keep")
+    g.add_edge("keep", END)
+    dbg = flowdbg.Debugger(db=tmp_path / "c.db")
+    app = dbg.attach(g.compile())
+    with caplog.at_level(logging.INFO, logger="flowdbg.store"):
+        app.invoke({"q": 1})
+        assert dbg.flush(T)
+    store = dbg.store
+    assert store is not None
+    (run,) = store.list_runs()
+    (step,) = store.get_steps(run.run_id)
+    assert step.partial  # a fork could not give the function back
+    assert step.state["tokenizer"]["__type__"] == "functools.partial"
+    assert "tokenize" in step.state["tokenizer"]["__repr__"]
+    (said,) = [r for r in caplog.records if "functools.partial" in r.getMessage()]
+    assert said.levelno == logging.INFO
     dbg.close()
 
 

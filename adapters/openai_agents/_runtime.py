@@ -167,8 +167,8 @@ class AgentRun:
         """The run's state as stops show it: the run context the user passed
         (``Runner.run(..., context=...)``), which is the state an agent's tools and hooks read
         and write. A mapping context is shown as a copy of its items taken at the point (the
-        record of each step keeps the keys as they were then; values are not copied); any
-        other context as ``{"agent": <agent running>, "turn": <as the SDK counts them>,
+        values are not copied: the recorder takes them as each unit ends, the run being
+        flagged ``values_change_in_place``, see _adapter._begin); any other context as ``{"agent": <agent running>, "turn": <as the SDK counts them>,
         "context": <the context>}``."""
         wrapper = self.context if context is None else context
         self.context = wrapper

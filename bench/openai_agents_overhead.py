@@ -1,6 +1,6 @@
 """Cost of flowdbg on a real OpenAI Agents SDK run. Prints JSON.
 
-    python bench/openai_agents_overhead.py [--runs 100] [--rounds 5] [--latency MS]
+    python bench/openai_agents_overhead.py [--runs 100] [--rounds 5] [--latency MS] [--context]
 
 A scripted run (``agents.testing.ScriptedModel``, offline, tracing disabled): ``triage`` calls
 two tools in two turns, then hands off to ``refunds``, which answers (4 model turns, 2 tool
@@ -14,6 +14,10 @@ and noisy: compare the ratios, taken within one run):
   recorder's writer catching up (``dbg.flush()`` after each round).
 
 Each figure is the median over the rounds of µs per run; ratios are to ``bare``.
+
+``--context`` gives every run (bare too) a small run context, as an application passing its
+session does: the adapter then has the recorder take each unit's values as the unit ends
+(``RunScope.values_change_in_place``: tools may change the context in place).
 
 ``--latency MS`` makes each model turn wait MS milliseconds first (``asyncio.sleep``), as a
 model served over a network does: the recorder's writer then works while the run waits, as it
@@ -95,13 +99,18 @@ def build(runs: int, latency: float = 0.0) -> Agent[Any]:
     )
 
 
+#: the run context each run is given (``--context``; None: none)
+CONTEXT: dict[str, Any] | None = None
+
+
 async def once(agent: Agent[Any], streamed: bool) -> None:
+    context = None if CONTEXT is None else dict(CONTEXT)
     if streamed:
-        result = Runner.run_streamed(agent, "refund order 7")
+        result = Runner.run_streamed(agent, "refund order 7", context=context)
         async for _ in result.stream_events():
             pass
     else:
-        result = await Runner.run(agent, "refund order 7")
+        result = await Runner.run(agent, "refund order 7", context=context)
     assert result.final_output == "refunded"
 
 
@@ -149,6 +158,7 @@ async def main(runs: int, rounds: int, latency: float = 0.0) -> dict[str, Any]:
         "runs_per_round": runs,
         "rounds": rounds,
         "model_latency_ms": latency * 1000,
+        "context": CONTEXT is not None,
         "us_per_run": {k: round(v, 1) for k, v in medians.items()},
         "ratio_to_bare": {k: round(v, 3) for k, v in ratios.items()},
     }
@@ -161,6 +171,13 @@ if __name__ == "__main__":
     parser.add_argument(
         "--latency", type=float, default=0.0, metavar="MS", help="wait before each model turn"
     )
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="give each run a context (the recorder then takes each unit's values as it ends)",
+    )
     args = parser.parse_args()
+    if args.context:
+        CONTEXT = {"user": "ana", "order": 7, "notes": ["asked for a refund"]}
     json.dump(asyncio.run(main(args.runs, args.rounds, args.latency / 1000)), sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -168,8 +168,9 @@ class AgentRun:
         (``Runner.run(..., context=...)``), which is the state an agent's tools and hooks read
         and write. A mapping context is shown as a copy of its items taken at the point (the
         values are not copied: the recorder takes them as each unit ends, the run being
-        flagged ``values_change_in_place``, see _adapter._begin); any other context as ``{"agent": <agent running>, "turn": <as the SDK counts them>,
-        "context": <the context>}``."""
+        flagged ``values_change_in_place``, see _adapter._begin); any other context as
+        ``{"agent": <agent running>, "turn": <as the SDK counts them>, "context": <the
+        context>}``."""
         wrapper = self.context if context is None else context
         self.context = wrapper
         ctx = getattr(wrapper, "context", None)

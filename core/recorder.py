@@ -10,7 +10,8 @@ stop, or is idle) or at least every second (see :meth:`Recorder._wait_for_lull`)
 framework changes a finished unit's objects in place (:attr:`RunScope.values_change_in_place
 <flowdbg.runtime.RunScope.values_change_in_place>`), the program reads the fields itself as the
 unit ends and the store takes its values as they are then (:meth:`Store.freeze
-<flowdbg.store.Store.freeze>`). The queue is
+<flowdbg.store.Store.freeze>`; its input as it starts). A run's input and output are taken as
+it starts and ends. The queue is
 bounded; when the writer falls that far behind, the overflow policy decides:
 ``"wait"`` (the default) holds the thread that finished the step until the writer has caught up
 by a quarter of the queue, so the run slows down for a moment and no step is lost; ``"drop"``

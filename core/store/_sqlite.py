@@ -81,8 +81,9 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 class _Frozen:
-    """A step's value encoded when the step ended (:meth:`SQLiteStore.freeze`): plain and
-    redacted, with the types of its parts stored as a repr."""
+    """A value encoded when the recorder took it (:meth:`SQLiteStore.freeze`: a unit's or a
+    run's, as it started or ended): plain and redacted, with the types of its parts stored as
+    a repr."""
 
     __slots__ = ("failures", "plain")
 
@@ -736,7 +737,7 @@ class SQLiteStore(Store):
 
         Plain scalars are kept, and a small dict of them is copied (the writer's cache of
         such dicts' columns then serves it, see :meth:`_encode`). A value met twice among
-        ``values`` (the same message in a step's input and its state) is encoded once; nothing
+        ``values`` (the same message in a step's output and its state) is encoded once; nothing
         is remembered from one call to the next, as the objects may change in between.
         """
         local = self._local

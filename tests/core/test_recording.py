@@ -207,6 +207,19 @@ def test_values_a_framework_changes_in_place_are_recorded_as_they_were_at_their_
     recorder.close()
 
 
+def test_an_input_taken_for_a_unit_that_never_ends_is_let_go_with_its_run(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "r.db")
+    recorder = Recorder(store)
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    scope = dbg.begin_run(framework="test", name="t", input={})
+    scope.values_change_in_place = True
+    scope.unit("cut").before(input={"log": ["x"]})
+    assert len(recorder._inputs) == 1  # taken as it started, for its record
+    scope.end(error=RuntimeError("cut short"))
+    assert recorder._inputs == {}
+    recorder.close()
+
+
 def test_a_run_input_and_output_are_recorded_as_they_were_at_its_start_and_end(
     tmp_path: Path,
 ) -> None:

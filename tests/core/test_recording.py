@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import logging
@@ -213,7 +214,9 @@ def test_an_input_taken_for_a_unit_that_never_ends_is_let_go_with_its_run(tmp_pa
     dbg = flowdbg.Debugger(record=False, plugins=[recorder])
     scope = dbg.begin_run(framework="test", name="t", input={})
     scope.values_change_in_place = True
-    scope.unit("cut").before(input={"log": ["x"]})
+    unit = scope.unit("cut")
+    # in a context of its own: a unit left running stays this context's current unit
+    contextvars.copy_context().run(unit.before, input={"log": ["x"]})
     assert len(recorder._inputs) == 1  # taken as it started, for its record
     scope.end(error=RuntimeError("cut short"))
     assert recorder._inputs == {}

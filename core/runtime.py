@@ -542,7 +542,8 @@ class Unit:
                 raise
         self.started_at = _now()  # time held at a before stop is not the unit's
         self.input = input
-        if self.run.values_change_in_place and ctl.on_unit_start is not None:
+        # (on_unit_start first: it is None unless something records, the fast path's case)
+        if ctl.on_unit_start is not None and self.run.values_change_in_place:
             ctl.on_unit_start(self)  # the input as received, before the unit changes it
         self._token = _CURRENT_UNIT.set(self)
         ctl.running.add(self)
@@ -669,7 +670,7 @@ class Unit:
                 raise
         self.started_at = _now()
         self.input = input
-        if self.run.values_change_in_place and ctl.on_unit_start is not None:
+        if ctl.on_unit_start is not None and self.run.values_change_in_place:
             ctl.on_unit_start(self)
         self._token = _CURRENT_UNIT.set(self)
         self._task = _current_task()  # what terminate() cancels while the unit runs

@@ -658,8 +658,11 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
 
 def _key_of(data: bytes) -> str:
+    return _digest_key(hashlib.blake2b(data, digest_size=16).digest())
+
+
+def _digest_key(digest: bytes) -> str:
     # base64.urlsafe_b64encode, without its two Python-level calls (one per blob)
-    digest = hashlib.blake2b(data, digest_size=16).digest()
     return binascii.b2a_base64(digest, newline=False)[:22].translate(_URLSAFE).decode("ascii")
 
 
@@ -720,7 +723,7 @@ class Packer:
             packed += squeeze.compress(piece)
             total += len(piece)
         packed += squeeze.flush()
-        key = base64.urlsafe_b64encode(hasher.digest())[:22].decode("ascii")
+        key = _digest_key(hasher.digest())
         if key not in self.ready and key not in self.blobs:
             if len(packed) < total * 0.9:
                 self.ready[key] = packed  # (SQLite takes any buffer)

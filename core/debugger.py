@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import inspect as _inspect
 import logging
 import os
@@ -42,7 +43,7 @@ from flowdbg.runtime import _REWIND, _RUN_HANDLE, RunScope, Unit, current_unit
 from flowdbg.stops import Action, Status, Stop
 
 if TYPE_CHECKING:
-    from flowdbg.records import RunRecord
+    from flowdbg.records import RunRecord, StepRecord
     from flowdbg.runlog import RunLog
     from flowdbg.server import DebugServer
     from flowdbg.store import Store
@@ -1559,11 +1560,30 @@ def run_log(scope: RunScope) -> RunLog:
     if not scope.info.ended_at:
         units.extend(_running_units(scope, units))
     units.sort(key=lambda u: u.step)
+    records = [step_record(u) for u in units]
+    if scope.present is not None:
+        records = [_presented(record, scope.present) for record in records]
     return RunLog.from_records(
-        run_record(scope.info),
-        [step_record(u) for u in units],
-        [run_log(child) for child in scope.children],
+        run_record(scope.info), records, [run_log(child) for child in scope.children]
     )
+
+
+def _presented(record: StepRecord, present: Callable[[Any], Any]) -> StepRecord:
+    """``record`` with its input and output as a stop shows them (see
+    :attr:`RunScope.present <flowdbg.runtime.RunScope.present>`); a value the adapter cannot
+    convert stays as it is."""
+    input, output = _shown(present, record.input), _shown(present, record.output)
+    if input is record.input and output is record.output:
+        return record
+    return dataclasses.replace(record, input=input, output=output)
+
+
+def _shown(present: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return present(value)
+    except Exception:
+        log.debug("flowdbg: the adapter could not present a step's value", exc_info=True)
+        return value
 
 
 def _running_units(scope: RunScope, finished: list[Unit]) -> list[Unit]:

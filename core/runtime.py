@@ -107,6 +107,7 @@ class RunScope:
         "entered",
         "info",
         "parent_unit",
+        "present",
         "released",
         "rewound",
         "target",
@@ -150,6 +151,12 @@ class RunScope:
         #: is encoded again at each unit), so a framework whose updates replace values
         #: (LangGraph's reducers) leaves it off.
         self.values_change_in_place = False
+        #: set by an adapter whose units keep the framework's own objects as their input or
+        #: output while nothing can stop, look or record (its fast path: an event object, its
+        #: outputs unconverted): ``present(value)`` gives what a stop would show for such a
+        #: value, and any other value as it is. The run log applies it when it is read
+        #: (:attr:`flowdbg.Debugger.runs`), so the fast path converts nothing.
+        self.present: Callable[[Any], Any] | None = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
         self._counter = itertools.count(1)
@@ -377,6 +384,7 @@ class Frame(RunScope):
         self.units = run.units
         self.children = run.children
         self.values_change_in_place = run.values_change_in_place
+        self.present = run.present
         self._unsettled = run._unsettled
         #: whether the calls made here write the run's state themselves (an agent's tools
         #: write the run context the agent shares): each call's record then keeps the state

@@ -581,6 +581,7 @@ class DebugRuntime(BaseRuntimeDecorator):
         # memory and scratchpad), and LlamaIndex's agents change events they emitted (the
         # AgentOutput's tool_calls, at parse_agent_output): record each step as it ended.
         scope.values_change_in_place = True
+        scope.present = _present  # the fast path keeps events and outputs as they are
         run = _Run(scope, clock, self, workflow)
         token = RUN.set(run)
         try:
@@ -624,6 +625,18 @@ class DebugRuntime(BaseRuntimeDecorator):
         worker.__name__ = getattr(inner, "__name__", "worker")
         worker.__qualname__ = getattr(inner, "__qualname__", "worker")
         return worker
+
+
+def _present(value: Any) -> Any:
+    """A value a unit kept on the fast path as a stop shows it (``RunScope.present``): a step's
+    outputs as their view, its input event (or the events it collected) as their fields."""
+    if isinstance(value, _Outputs):
+        return value.view()
+    if isinstance(value, Event):
+        return event_fields(value)
+    if type(value) is list and value and all(isinstance(item, Event) for item in value):
+        return [event_fields(item) for item in value]
+    return value
 
 
 def _result_view(result: Any) -> Any:

@@ -697,3 +697,44 @@ def test_unit_start_is_heard_only_where_values_change_in_place(in_place: bool) -
     unit.after(output=None)
     scope.end()
     assert starts.inputs == ([("agent", ["a"]), ("tool", ["a"])] if in_place else [])
+
+
+class Kept:
+    """A framework's own object that an adapter keeps as a unit's value on its fast path."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def _present(value: Any) -> Any:
+    if isinstance(value, Kept):
+        if value.n < 0:
+            raise ValueError("cannot show it")
+        return {"n": value.n}
+    return value
+
+
+def test_the_run_log_presents_what_an_adapter_kept_as_it_was() -> None:
+    dbg = flowdbg.Debugger(record=False)
+    scope = dbg.begin_run(framework="test", name="t")
+    scope.present = _present
+    unit = scope.unit("step")
+    unit.before(input=Kept(1))
+    call = unit.frame().unit("tool", kind="tool")  # a frame takes the run's presenter
+    call.before(input=Kept(2))
+    call.after(output="plain")
+    unit.after(output=Kept(3))
+    odd = scope.unit("odd")
+    odd.before(input=Kept(-1))
+    odd.after(output=Kept(4))
+    scope.end()
+    (log,) = dbg.runs
+    shown = {s.node: (s.input, s.output) for s in log.steps}
+    assert shown["step"] == ({"n": 1}, {"n": 3})
+    assert shown["tool"] == ({"n": 2}, "plain")
+    # a value the presenter cannot show stays as the adapter kept it
+    assert isinstance(shown["odd"][0], Kept)
+    assert shown["odd"][1] == {"n": 4}
+    # kept as they were: only the run log shows them converted
+    assert isinstance(unit.input, Kept)
+    assert isinstance(unit.output, Kept)

@@ -156,6 +156,42 @@ def test_collect_events_invocations_are_units_and_the_last_emits(dbg: flowdbg.De
     assert run.result(WAIT) == [1, 4, 9]
 
 
+def _values(log: Any, which: str) -> list[tuple[str, Any]]:
+    return sorted(((s.node, getattr(s, which)) for s in log.steps), key=repr)
+
+
+def test_the_run_log_shows_events_as_a_stop_does_also_when_nothing_looked(
+    dbg: flowdbg.Debugger, tmp_path: Any
+) -> None:
+    # Attached with nothing to stop, look or record, the adapter keeps the events themselves
+    # (its fast path); the run log still shows them as a stop and the record do.
+    quiet_wf = Workers(timeout=30)
+    dbg.attach(quiet_wf)
+    assert start(dbg, quiet_wf, numbers=[1, 2, 3]).result(WAIT) == [1, 4, 9]
+    (quiet,) = dbg.runs
+    recording = flowdbg.Debugger(db=tmp_path / "r.db")
+    try:
+        recorded_wf = Workers(timeout=30)
+        recording.attach(recorded_wf)
+        assert start(recording, recorded_wf, numbers=[1, 2, 3]).result(WAIT) == [1, 4, 9]
+        (recorded,) = recording.runs
+    finally:
+        recording.close()
+    steps = {(s.node, repr(s.input), repr(s.output)) for s in quiet.steps if s.node != "gather"}
+    assert steps == {
+        ("fan", "{'numbers': [1, 2, 3]}", "[{'n': 1}, {'n': 2}, {'n': 3}]"),  # sent events
+        ("square", "{'n': 1}", "{'n': 1}"),
+        ("square", "{'n': 2}", "{'n': 4}"),
+        ("square", "{'n': 3}", "{'n': 9}"),
+    }
+    assert [s.output for s in quiet.steps if s.node == "gather" and s.output] == [
+        {"result": [1, 4, 9]}
+    ]
+    # (which gather invocation releases the collection depends on the workers' order)
+    for which in ("input", "output"):
+        assert _values(quiet, which) == _values(recorded, which)
+
+
 # -- retries -----------------------------------------------------------------------------------
 
 

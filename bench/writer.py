@@ -114,7 +114,9 @@ def queued(workload: str, runs: int, db: Path) -> tuple[flowdbg.Debugger, int]:
     dbg.attach(app)
     for _ in range(runs):
         invoke(app)
-    steps = sum(1 for kind, _ in recorder._queue if kind == "step")
+    # (a unit is queued as "step", a model or tool call as "call", and a unit of a run whose
+    # values change in place, taken as it ended, as "fields")
+    steps = sum(1 for kind, _ in recorder._queue if kind in ("step", "call", "fields"))
     return dbg, steps
 
 

@@ -31,7 +31,7 @@ _SHOWN = {_START: "START", _END: "END"}
 class _Node:
     id: str
     label: str
-    shape: str  # "node", "terminal", "task", "any"
+    shape: str  # "node", "terminal", "task" (a node's task or tool), "any"
     #: the nested graph this node runs, drawn as a box around its nodes
     inner: _Graph | None = None
 
@@ -96,6 +96,10 @@ class _Layout:
                 task_id = self.new_id()
                 graph.nodes.append(_Node(task_id, str(task), "task"))
                 graph.edges.append(_Edge(this, task_id, "dotted", "task"))
+            for tool in tool_names(node):  # an agent's tools, each drawn beside it
+                tool_id = self.new_id()
+                graph.nodes.append(_Node(tool_id, tool, "task"))
+                graph.edges.append(_Edge(this, tool_id, "dotted", "tool"))
         if entry and not has_start:
             for name in entry:
                 graph.edges.append(_Edge(node_id(_START), node_id(name), "solid"))
@@ -114,6 +118,17 @@ class _Layout:
             for target in targets:
                 graph.edges.append(_Edge(source, node_id(str(target)), "dashed", router))
         return graph
+
+
+def tool_names(node: Any) -> list[str]:
+    """The names of the tools a node of a description lists (an agent's ``tools``: names or
+    mappings with a ``name``)."""
+    if not isinstance(node, Mapping):
+        return []
+    return [
+        str(tool.get("name", "?")) if isinstance(tool, Mapping) else str(tool)
+        for tool in node.get("tools") or ()
+    ]
 
 
 def _walk(graph: _Graph) -> Iterator[_Node]:
@@ -304,6 +319,9 @@ def _listing(description: Mapping[str, Any], indent: str) -> Iterator[str]:
         sub = node.get("subgraph") if isinstance(node, Mapping) else None
         tasks = node.get("tasks") if isinstance(node, Mapping) else None
         extra = f" (tasks: {', '.join(_md(str(t)) for t in tasks)})" if tasks else ""
+        tools = tool_names(node)
+        if tools:
+            extra += f" (tools: {', '.join(_md(t) for t in tools)})"
         if isinstance(sub, Mapping):
             extra += f" runs subgraph {_md(str(sub.get('name', '?')))}:"
         yield f"{indent}- node {_md(name)}{extra}"

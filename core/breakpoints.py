@@ -506,8 +506,9 @@ def _check_kinds(kinds: Iterable[str]) -> None:
 class KnownNames:
     """The unit names the attached targets say they run, to check breakpoint patterns by.
 
-    ``nodes`` holds the names of every node, subgraph node and listed task (an
-    ``@entrypoint``'s ``tasks``); ``tools`` the tool names, or ``None`` when a target's
+    ``nodes`` holds the names of every node, subgraph node, listed task (an
+    ``@entrypoint``'s ``tasks``) and agent model (a node's ``model``: its model turns' units
+    take that name); ``tools`` the tool names, or ``None`` when a target's
     description lists no ``tools`` (then tool names cannot be checked).
     """
 
@@ -518,8 +519,8 @@ class KnownNames:
     def from_descriptions(cls, descriptions: Iterable[Mapping[str, Any]]) -> KnownNames | None:
         """The names of targets described by ``descriptions`` (``Adapter.describe`` output).
 
-        A description has ``nodes`` (names or ``{"name", "subgraph", "tasks", "tools"}``
-        mappings) and may have ``tools`` (names or ``{"name"}`` mappings) and ``open``.
+        A description has ``nodes`` (names or ``{"name", "subgraph", "tasks", "tools",
+        "model"}`` mappings) and may have ``tools`` (names or ``{"name"}`` mappings) and ``open``.
 
         :returns: ``None`` when the names cannot be checked: a description is ``open`` (its
             target runs units it does not list, such as a LangGraph ``@entrypoint``'s tasks),
@@ -557,6 +558,9 @@ def _collect(description: Mapping[str, Any], nodes: list[str], tools: list[str])
         if not isinstance(node, Mapping):
             continue
         nodes.extend(str(t) for t in node.get("tasks") or ())
+        model = node.get("model")
+        if isinstance(model, str) and model:
+            nodes.append(model)  # an agent's model turns run as units of the model's name
         if "tools" in node:
             listed = True
             tools.extend(_name_of(t) for t in node.get("tools") or ())
@@ -581,6 +585,11 @@ def _is_open(description: Mapping[str, Any]) -> bool:
 #: checked; a handoff's target, though, is a node
 _UNDESCRIBED_KINDS = frozenset({Kind.LLM.value, Kind.HANDOFF.value, Kind.AGENT.value})
 _SHOWN_NAMES = 20
+
+
+#: what an unknown name's message suggests where it may be that of a call (a tool or model
+#: call no description lists): the terminal sets such a breakpoint for those kinds instead
+CALL_KINDS_REMEDY = "give kind='tool' or kind='llm' for a call a node makes"
 
 
 def unknown_name(bp: Breakpoint, known: KnownNames) -> tuple[str, str] | None:
@@ -622,7 +631,7 @@ def unknown_name(bp: Breakpoint, known: KnownNames) -> tuple[str, str] | None:
     listing = "; ".join(f"{label}: {_closest_first(pattern, names)}" for label, names in groups)
     remedy = "check the spelling"
     if unchecked_tools:
-        remedy += ", or give kind='tool' or kind='llm' for a call a node makes"
+        remedy += ", or " + CALL_KINDS_REMEDY
     return f"unknown {what} {pattern!r}; {listing}", remedy
 
 

@@ -312,6 +312,8 @@ def graph_tree(description: Mapping[str, Any], title: str | None = None) -> Tree
 
 
 def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
+    from flowdbg._diagram import tool_names
+
     entry = description.get("entry")
     if entry:
         tree.add(f"entry: {', '.join(map(str, entry))}")
@@ -324,6 +326,11 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
             extras.append(f"retry {node['retry']}")
         if isinstance(node, Mapping) and node.get("tasks"):
             extras.append(f"tasks: {', '.join(map(str, node['tasks']))}")
+        tools = tool_names(node)
+        if tools:
+            extras.append(f"tools: {', '.join(tools)}")
+        if isinstance(node, Mapping) and node.get("model"):
+            extras.append(f"model {node['model']}")  # the name its model turns run under
         if isinstance(sub, Mapping):
             extras.append(f"subgraph {sub.get('name', '?')!r}")
         branch = nodes.add(label + (f"  ({', '.join(extras)})" if extras else ""))

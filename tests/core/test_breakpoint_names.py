@@ -235,6 +235,15 @@ def test_tools_a_description_lists_are_checked(pdbg: flowdbg.Debugger) -> None:
         pdbg.break_on_tool("shel", strict=True)
 
 
+def test_an_agents_model_is_a_known_name(pdbg: flowdbg.Debugger) -> None:
+    # an agent's model turns run as units named after its model
+    pdbg.attach(_Described({"name": "a", "nodes": [{"name": "triage", "model": "gpt-x"}]}))
+    pdbg.break_before("gpt-x")
+    pdbg.break_after("gpt-*")
+    with pytest.warns(BreakpointWarning, match=r"^unknown node 'gpt-y'; nodes: gpt-x, "):
+        pdbg.break_before("gpt-y")
+
+
 def test_tools_listed_at_the_top_and_none_listed(pdbg: flowdbg.Debugger) -> None:
     pdbg.attach(_Described({"name": "a", "nodes": ["n"], "tools": [{"name": "lookup"}]}))
     pdbg.break_on_tool("lookup")

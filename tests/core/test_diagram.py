@@ -162,7 +162,7 @@ def test_tasks_routers_without_targets_and_awkward_names() -> None:
         "entry": ["main"],
         "open": True,
         "nodes": [
-            {"name": "main", "subgraph": None, "tasks": ["fetch"]},
+            {"name": "main", "subgraph": None, "tasks": ["fetch"], "tools": [{"name": "pay"}]},
             {"name": "end", "subgraph": None},  # a node may be named like Mermaid's keyword
             {"name": 'a "b" <c> #1', "subgraph": None},
         ],
@@ -171,6 +171,7 @@ def test_tasks_routers_without_targets_and_awkward_names() -> None:
     }
     labels, edges = mermaid_edges(to_mermaid(description))
     assert ("main", "fetch", "dashed", "task") in edges
+    assert ("main", "pay", "dashed", "tool") in edges  # an agent's tool beside it
     assert ("main", "any node", "dashed", "pick") in edges
     assert "a #quot;b#quot; #lt;c#gt; #35;1" in labels.values()
     assert not any(re.match(r"^\s*end\b.*\[", line) for line in to_mermaid(description).split("\n"))

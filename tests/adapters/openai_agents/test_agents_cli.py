@@ -95,6 +95,9 @@ def test_an_unknown_name_lists_the_agents_and_tools() -> None:
 def test_graph_inspect_shows_agents_and_handoffs() -> None:
     out = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent").stdout
     assert "triage -?-> refunds" in out
+    assert "refunds  (tools: refund, model " in out  # the agent's tools, in the text too
+    mermaid = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent", "--format", "mermaid").stdout
+    assert '[["refund"]]' in mermaid and '-.->|"tool"|' in mermaid
     data = flowdbg("graph", "inspect", f"{EXAMPLE}:triage_agent", "--json").stdout
     assert '"refund"' in data and '"handoffs"' in data
 

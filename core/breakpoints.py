@@ -311,6 +311,8 @@ class Breakpoint(BaseModel):
             parts.append(repr(self.pattern))
             if self.type in (BreakpointType.NODE, BreakpointType.LOGPOINT):
                 parts.append("/".join(self.positions))
+                if self.kinds:
+                    parts.append(f"kind {','.join(self.kinds)}")
         if self.args_pattern:
             parts.append(f"args~{self.args_pattern!r}")
         if self.condition:

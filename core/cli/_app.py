@@ -20,7 +20,7 @@ import click
 from click.core import ParameterSource
 
 from flowdbg.adapter import NOT_RESUMING, RunOptions
-from flowdbg.errors import FlowdbgError, Terminated
+from flowdbg.errors import BreakpointError, FlowdbgError, Terminated
 
 from ._envelope import emit_json, jsonable
 from ._render import (
@@ -33,7 +33,16 @@ from ._render import (
     state_table,
     text_table,
 )
-from ._repl import EchoSource, LineSource, Outcome, Session, position_hint, split_node
+from ._repl import (
+    EchoSource,
+    LineSource,
+    Outcome,
+    Session,
+    at_prompt,
+    position_hint,
+    split_kind,
+    split_node,
+)
 
 if TYPE_CHECKING:
     from flowdbg.adapter import Adapter, AdapterInfo, Demo
@@ -321,8 +330,9 @@ def break_option(fn: Any) -> Any:
         "--break",
         "breaks",
         multiple=True,
-        metavar="NODE[:after]",
-        help="break before NODE (a glob), or after it with NODE:after; repeatable",
+        metavar="[KIND:]NODE[:after]",
+        help="break before NODE (a glob), or after it with NODE:after; KIND: (node, tool, "
+        "llm, agent, handoff) for units of that kind only, e.g. llm:gpt-4o:after; repeatable",
     )(fn)
 
 
@@ -401,10 +411,16 @@ def _set_breakpoints(
     dbg: Debugger, breaks: Iterable[str], description: Mapping[str, Any], out: Out
 ) -> None:
     nodes = node_names(description)
-    # an agent's tools are units too (-b refund holds before the tool refund)
+    # an agent's tools are units too (-b refund holds before the tool refund), and so are its
+    # model turns, named after its model
     tools = [
         str(t.get("name")) if isinstance(t, Mapping) else str(t)
         for t in description.get("tools") or ()
+    ]
+    models = [
+        str(n["model"])
+        for n in description.get("nodes") or ()
+        if isinstance(n, Mapping) and isinstance(n.get("model"), str)
     ]
     for spec in breaks:
         node, position = split_node(spec.strip())
@@ -414,7 +430,16 @@ def _set_breakpoints(
                 "breakpoint at the debugger's prompt: b NODE if EXPR (with --stop-on-entry to "
                 "get a prompt before the first node)"
             )
-        if nodes and not any(fnmatch.fnmatchcase(n, node) for n in [*nodes, *tools]):
+        add = dbg.break_after if position == "after" else dbg.break_before
+        kind, node = split_kind(node)
+        if kind is not None:  # -b llm:gpt-4o: checked by the debugger for that kind
+            try:
+                bp = add(node, kind=kind, strict=True)
+            except BreakpointError as exc:
+                raise CliError(f"{at_prompt(exc, node)} (in -b {spec})") from None
+            out.line(f"set {bp.describe()}")
+            continue
+        if nodes and not any(fnmatch.fnmatchcase(n, node) for n in [*nodes, *tools, *models]):
             if is_open(description):  # e.g. a @task the description could not list
                 out.line(
                     f"note: {node!r} is none of the known nodes and tasks ({', '.join(nodes)}); "
@@ -422,11 +447,15 @@ def _set_breakpoints(
                 )
             else:
                 listed = f"; tools: {', '.join(tools)}" if tools else ""
+                calls = (
+                    ""
+                    if tools
+                    else "; write tool:NAME or llm:NAME for a call a node makes (-b llm:NAME:after)"
+                )
                 raise CliError(
                     f"unknown node {node!r} in -b {spec}{position_hint(node)}; "
-                    f"nodes: {', '.join(nodes)}{listed}"
+                    f"nodes: {', '.join(nodes)}{listed}{calls}"
                 )
-        add = dbg.break_after if position == "after" else dbg.break_before
         out.line(f"set {add(node).describe()}")
 
 

@@ -356,10 +356,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "next": ("n(ext)", "step over: the next unit of this branch at this depth or above"),
     "return": ("r(eturn)", "step out: the next unit of an enclosing run (top level: the end)"),
     "break": (
-        "b(reak) [NODE[:after] [if EXPR]]",
-        "break before (or after) NODE, a glob, when EXPR holds; alone: list",
+        "b(reak) [[KIND:]NODE[:after] [if EXPR]]",
+        "break before (or after) NODE, a glob, when EXPR holds (KIND: node, tool, llm, agent "
+        "or handoff, e.g. b llm:gpt-4o:after); alone: list",
     ),
-    "tbreak": ("tbreak NODE[:after] [if EXPR]", "a breakpoint removed after it stops once"),
+    "tbreak": ("tbreak [KIND:]NODE[:after] [if EXPR]", "a breakpoint removed after it stops once"),
     "tool": (
         "tool NAME [~REGEX] [if EXPR]",
         "break before tool calls named NAME (a glob) whose arguments match REGEX",
@@ -702,28 +703,29 @@ class Session:
             )
 
     def add_breakpoint(self, spec: str, *, temporary: bool = False) -> None:
-        """Set a breakpoint from ``NODE[:after|:before] [if EXPR]`` and print it.
+        """Set a breakpoint from ``[KIND:]NODE[:after|:before] [if EXPR]`` and print it.
 
         A NODE that matches no node of the attached targets is refused (``strict=True``): at
-        the prompt, retyping the name beats a breakpoint that never stops.
+        the prompt, retyping the name beats a breakpoint that never stops. ``KIND:`` restricts
+        it to units of that kind (``llm:gpt-4o``), which is how a model or tool call that no
+        description lists is named here.
         """
         where, sep, condition = spec.partition(" if ")
         where = where.strip()
         if not where:
-            raise ValueError("usage: b NODE[:after] [if EXPR]")
+            raise ValueError("usage: b [KIND:]NODE[:after] [if EXPR]")
         node, position = split_node(where)
-        self.check_node(node)
+        kind, node = split_kind(node)
+        if kind is None:
+            self.check_node(node)
         cond = (condition.strip() or None) if sep else None
         if sep and cond is None:
             raise ValueError("the condition after 'if' is empty")
         add = self.dbg.break_after if position == "after" else self.dbg.break_before
         try:
-            bp = add(node, condition=cond, temporary=temporary, strict=True)
+            bp = add(node, condition=cond, temporary=temporary, kind=kind, strict=True)
         except BreakpointError as exc:
-            hint = position_hint(node)
-            if hint and str(exc).startswith("unknown "):
-                raise BreakpointError(f"{exc}{hint}") from None
-            raise
+            raise BreakpointError(at_prompt(exc, node)) from None
         self.out.line(f"set {bp.describe()}")
 
     def do_break(self, arg: str) -> None:
@@ -738,7 +740,7 @@ class Session:
 
     def do_tbreak(self, arg: str) -> None:
         if not arg:
-            raise ValueError("usage: tbreak NODE[:after] [if EXPR]")
+            raise ValueError("usage: tbreak [KIND:]NODE[:after] [if EXPR]")
         self.add_breakpoint(arg, temporary=True)
 
     def do_tool(self, arg: str) -> None:
@@ -1011,12 +1013,37 @@ class Session:
             return []
 
 
+def at_prompt(exc: BreakpointError, node: str) -> str:
+    """The API's refusal of a breakpoint on ``node`` as the terminal says it: the terminal's
+    way to name a call's kind, and a hint for a mistyped position."""
+    from flowdbg.breakpoints import CALL_KINDS_REMEDY  # (imported by the debugger already)
+
+    text = str(exc).replace(CALL_KINDS_REMEDY, CALL_KINDS_AT_PROMPT)
+    hint = position_hint(node)
+    return f"{text}{hint}" if hint and text.startswith("unknown ") else text
+
+
 def position_hint(node: str) -> str:
     """What to add to "unknown node" when the name looks like a mistyped position."""
     _, sep, position = node.rpartition(":")
     if sep and position:
         return f" (a position after ':' is 'before' or 'after', not {position!r})"
     return ""
+
+
+#: the unit kinds ``b`` and ``-b`` take before a name (``b llm:gpt-4o:after``)
+UNIT_KINDS = ("node", "tool", "llm", "agent", "handoff")
+#: how the terminal names a call's kind, where the Python API's message says ``kind=``
+CALL_KINDS_AT_PROMPT = "write tool:NAME or llm:NAME for a call a node makes (b llm:NAME:after)"
+
+
+def split_kind(node: str) -> tuple[str | None, str]:
+    """``KIND:NAME`` (a kind of :data:`UNIT_KINDS`) into the kind and the name glob; a name
+    without one gives ``None``: a breakpoint on any node or tool of that name."""
+    kind, sep, name = node.partition(":")
+    if sep and kind in UNIT_KINDS and name:
+        return kind, name
+    return None, node
 
 
 def split_node(spec: str) -> tuple[str, str]:

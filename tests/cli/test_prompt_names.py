@@ -68,7 +68,11 @@ def test_b_refuses_an_unknown_node_with_the_apis_text(
         "kind='tool' or kind='llm' for a call a node makes"
     )
     lines = buffer.getvalue().splitlines()
-    assert lines[0] == f"error: {problem}"
+    # the API's text, with the prompt's way to name a call's kind
+    assert lines[0] == (
+        "error: unknown node 'nope'; nodes: alpha, beta, gamma; check the spelling, or write "
+        "tool:NAME or llm:NAME for a call a node makes (b llm:NAME:after)"
+    )
     assert lines[1].startswith("error: unknown node 'bta'; nodes: beta, alpha, gamma;")
     assert lines[2].startswith("error: unknown node 'beta:during'; nodes: alpha, beta, gamma;")
     assert lines[2].endswith("(a position after ':' is 'before' or 'after', not 'during')")
@@ -88,6 +92,27 @@ def test_b_and_tool_set_names_that_exist_without_a_word(
         "set bp-1 node 'agent' before (0 hits)",
         "set bp-2 node 'ag*' after (0 hits)",
         "set bp-3 tool 'search' args~'flights' (0 hits)",
+    ]
+
+
+def test_b_takes_a_kind_for_the_calls_no_description_lists(
+    dbg: flowdbg.Debugger, graphs_module: Any
+) -> None:
+    session, buffer = _session(dbg, graphs_module.tools)
+    session.onecmd("b llm:chat-model:after")  # a model call the StateGraph does not list
+    session.onecmd("tbreak tool:search")
+    session.onecmd("b node:nope")  # a node's name is still checked
+    session.onecmd("b llm:")  # no name: taken as a node named so, and refused
+    lines = buffer.getvalue().splitlines()
+    assert lines[:2] == [
+        "set bp-1 node 'chat-model' after kind llm (0 hits)",
+        "set bp-2 node 'search' before kind tool temporary (0 hits)",
+    ]
+    assert lines[2].startswith("error: unknown node 'nope'; nodes: agent")
+    assert lines[3].startswith("error: unknown node 'llm:'")
+    assert [(bp.pattern, bp.kinds) for bp in dbg.breakpoints] == [
+        ("chat-model", ("llm",)),
+        ("search", ("tool",)),
     ]
 
 

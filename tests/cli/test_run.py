@@ -222,7 +222,7 @@ def test_log_help_and_unknown_command(run_cli: Cli) -> None:
     assert "linear (stategraph) running" in log
     assert re.search(r"^1\s+alpha\s+node\s+completed", log, flags=re.M)
     assert re.search(r"^2\s+beta\s+node\s+completed", log, flags=re.M)
-    assert "c(ontinue)" in out and "q(uit)" in out and "tbreak NODE[:after] [if EXPR]" in out
+    assert "c(ontinue)" in out and "q(uit)" in out and "tbreak [KIND:]NODE[:after] [if EXPR]" in out
     assert (
         "set PATH = VALUE: edit PATH where p PATH reads it: the input at a before stop, the "
         "output at an after stop (VALUE is JSON or a Python literal); applied on resume" in out

@@ -85,6 +85,30 @@ def test_run_with_a_tool_breakpoint_from_the_terminal() -> None:
     )
 
 
+def test_run_breaks_after_a_model_turn_named_by_its_kind() -> None:
+    out = flowdbg(
+        "run",
+        f"{EXAMPLE}:triage_agent",
+        "--input",
+        '"refund my order"',
+        "-b",
+        "llm:*:after",
+        input="c\nc\nc\nc\n",
+    ).stdout
+    in_order(
+        out,
+        [
+            "set bp-1 node '*' after kind llm (0 hits)",
+            "breakpoint [bp-1] at after llm ",
+            "run completed; result:",
+        ],
+    )
+    refused = flowdbg(
+        "run", f"{EXAMPLE}:triage_agent", "--input", '"x"', "-b", "tool:refnud", code=1
+    ).output
+    assert "unknown tool 'refnud'; tools: refund" in refused and "(in -b tool:refnud)" in refused
+
+
 def test_an_unknown_name_lists_the_agents_and_tools() -> None:
     message = flowdbg(
         "run", f"{EXAMPLE}:triage_agent", "--input", '"x"', "-b", "refnud", code=1

@@ -12,6 +12,7 @@ import ast
 import contextlib
 import fnmatch
 import json
+import logging
 import os
 import queue
 import re
@@ -384,8 +385,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "stop after a unit that changed PATH of the state (EXPR may use value)",
     ),
     "logpoint": (
-        "logpoint NODE TEMPLATE",
-        "log TEMPLATE ({state[x]}, {node}) when NODE is reached, without stopping",
+        "logpoint [KIND:]NODE[:after] TEMPLATE",
+        "print TEMPLATE ({state[x]}, {node}) when NODE is reached, without stopping",
     ),
     "set": (
         "set PATH = VALUE",
@@ -439,6 +440,21 @@ _ALIASES = {
 # ------------------------------------------------------------------------------ the session
 
 
+class _PrintLogpoints(logging.Handler):
+    """Prints what logpoints log (the ``flowdbg.logpoint`` logger, on the run's threads) to a
+    terminal session."""
+
+    def __init__(self, out: Out) -> None:
+        super().__init__(logging.INFO)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.out.line(f"log: {record.getMessage()}", style="cyan")
+        except Exception:  # printing must never fail the run that logged
+            self.handleError(record)
+
+
 class Session:
     """One terminal debugging session over a debugger whose run has been started.
 
@@ -474,10 +490,19 @@ class Session:
     # -- the loop --
 
     def run(self) -> Outcome:
-        """Drive the run until every run has ended (or the user quits)."""
+        """Drive the run until every run has ended (or the user quits). Logpoints print their
+        messages here as they log them (``log: ...``)."""
+        logger = logging.getLogger("flowdbg.logpoint")
+        handler = _PrintLogpoints(self.out)
+        level = logger.level
+        logger.addHandler(handler)
+        if not logger.isEnabledFor(logging.INFO):
+            logger.setLevel(logging.INFO)
         try:
             return self._loop()
         finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
             if self._shared is not None:
                 self._shared.close()
             self.source.close()
@@ -843,10 +868,19 @@ class Session:
         self.out.line(f"set {bp.describe()}")
 
     def do_logpoint(self, arg: str) -> None:
-        node, _, template = arg.strip().partition(" ")
-        if not node or not template.strip():
-            raise ValueError("usage: logpoint NODE TEMPLATE, e.g. logpoint b x is {state[x]}")
-        bp = self.dbg.logpoint(node, template.strip(), strict=True)  # as b refuses a typo
+        where, _, template = arg.strip().partition(" ")
+        if not where or not template.strip():
+            raise ValueError(
+                "usage: logpoint [KIND:]NODE[:after] TEMPLATE, e.g. logpoint b x is {state[x]}"
+            )
+        node, position = split_node(where)
+        kind, node = split_kind(node)
+        try:  # refused like b refuses a typo
+            bp = self.dbg.logpoint(
+                node, template.strip(), position=position, kind=kind, strict=True
+            )
+        except BreakpointError as exc:
+            raise BreakpointError(at_prompt(exc, node)) from None
         self.out.line(f"set {bp.describe()}")
 
     def do_set(self, arg: str) -> None:

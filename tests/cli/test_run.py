@@ -213,6 +213,17 @@ def test_print_input_of_a_tool_call(run_cli: Cli) -> None:
     assert bad.startswith("error: state path 'x[' is malformed")
 
 
+def test_logpoints_print_their_messages_in_the_session(run_cli: Cli) -> None:
+    commands = "logpoint gamma:after x is now {state[x]}\nc\n"
+    out = run(
+        run_cli, "graphs.py:app", "-b", "beta", "--input", '{"x": 1}', NO_REC, commands=commands
+    )
+    assert "set bp-2 logpoint 'gamma' after log 'x is now {state[x]}' (0 hits)" in out
+    # printed as the run logs it, after the stop was resumed and before the result
+    after_c = out.split("(flowdbg) c\n")[1]
+    assert after_c.index("log: x is now 20") < after_c.index("run completed; result:")
+
+
 def test_log_help_and_unknown_command(run_cli: Cli) -> None:
     commands = "log\nh\nh set\nh zz\nfrobnicate now\nc\n"
     out = run(

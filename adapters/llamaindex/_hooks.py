@@ -30,12 +30,15 @@ the next run; a run already going keeps the step workers it registered.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from workflows.errors import WorkflowCancelledByUser
 from workflows.events import Event, StopEvent
 from workflows.runtime.runtime_decorators import (
     BaseExternalRunAdapterDecorator,
@@ -53,7 +56,8 @@ from workflows.runtime.types.results import (
 )
 
 from flowdbg.adapters.llamaindex._adapter import workflow_name
-from flowdbg.errors import EditRefused
+from flowdbg.errors import EditRefused, Terminated
+from flowdbg.runtime import TERMINATE_MESSAGE
 
 try:  # BasicRuntime's internal adapter, whose get_now is time.time()
     from workflows.plugins.basic import InternalAsyncioAdapter
@@ -240,7 +244,17 @@ class _ClockAdapter(BaseInternalRunAdapterDecorator):
 class _Run:
     """One workflow run as flowdbg sees it."""
 
-    __slots__ = ("clock", "emitted", "note", "runtime", "scope", "store", "timeout", "workflow")
+    __slots__ = (
+        "clock",
+        "emitted",
+        "external",
+        "note",
+        "runtime",
+        "scope",
+        "store",
+        "timeout",
+        "workflow",
+    )
 
     def __init__(self, scope: RunScope, clock: Clock, runtime: DebugRuntime, workflow: Any):
         self.scope = scope
@@ -259,6 +273,9 @@ class _Run:
         self.store: Any = None
         #: event type -> the units that emitted events of it lately (for causes)
         self.emitted: dict[type, list[tuple[Any, Unit]]] = {}
+        #: the handler's side of the run (its ``cancel`` is LlamaIndex's own), once started: a
+        #: weak reference (the adapter leads to the run's tasks, whose context leads here)
+        self.external: Callable[[], Any] | None = None
 
     def cause(self, event: Any) -> Unit | None:
         """The unit that emitted ``event`` (by identity, else by equal value, else the last
@@ -442,14 +459,41 @@ class _ExternalAdapter(BaseExternalRunAdapterDecorator):
 
 
 async def _ended(scope: RunScope, result: Any) -> Any:
-    """Await the workflow's result, and end the flowdbg run with it."""
+    """Await the workflow's result, and end the flowdbg run with it. A run the debugger
+    terminated ends cancelled for LlamaIndex (see :func:`_cancelled`): its caller gets
+    :class:`flowdbg.Terminated`."""
     try:
         value = await result
+    except WorkflowCancelledByUser as exc:
+        if not scope.root.terminated:
+            scope.end(error=exc)
+            raise
+        raised = scope.root.termination()
+        scope.end(error=raised)
+        raise raised from exc
     except BaseException as exc:
         scope.end(error=exc)
         raise
     scope.end(output=_result_view(value))
     return value
+
+
+async def _cancelled(run: _Run) -> None:
+    """The debugger terminated ``run`` in one of its steps: have LlamaIndex cancel the run.
+
+    A step worker raising :class:`flowdbg.Terminated` (a ``BaseException``) stops LlamaIndex's
+    control loop where it is (``ControlLoopRunner.run`` catches ``Exception`` and cancellations
+    only, llama-index-workflows 2.26): the handler's result fails, but the event stream is never
+    closed, and ``async for ev in handler.stream_events()`` waits forever. The run's own
+    ``cancel()`` (a ``TickCancelRun``) publishes a ``WorkflowCancelledEvent``, which ends the
+    stream, and halts the run with ``WorkflowCancelledByUser``, which :func:`_ended` turns back
+    into ``Terminated``. The step then leaves as cancelled, which the control loop drops."""
+    external = None if run.external is None else run.external()
+    if external is None or not run.scope.root.terminated:
+        return
+    with contextlib.suppress(Exception):  # an adapter that cannot cancel: Terminated goes on
+        await external.cancel()
+        raise asyncio.CancelledError(TERMINATE_MESSAGE)
 
 
 def _ending(external: Any, scope: RunScope) -> Any:
@@ -593,6 +637,8 @@ class DebugRuntime(BaseRuntimeDecorator):
             raise
         finally:
             RUN.reset(token)
+        with contextlib.suppress(TypeError):  # an adapter without weak references
+            run.external = weakref.ref(external)
         return _ending(external, scope)
 
     # -- step workers --
@@ -618,9 +664,13 @@ class DebugRuntime(BaseRuntimeDecorator):
                     bound_events=bound_events,
                     retry=retry,
                 )
-            return await _step(
-                run, inner, table, decide, state, step_name, event, workflow, bound_events, retry
-            )
+            try:
+                return await _step(
+                    run, inner, table, decide, state, step_name, event, workflow, bound_events, retry
+                )
+            except Terminated:
+                await _cancelled(run)
+                raise
 
         worker.__name__ = getattr(inner, "__name__", "worker")
         worker.__qualname__ = getattr(inner, "__qualname__", "worker")

@@ -487,6 +487,37 @@ def test_cancel_run_while_a_step_is_held(dbg: flowdbg.Debugger) -> None:
     assert log.run.status != "running"
 
 
+@pytest.mark.parametrize("where", ["second", "first:after"])
+def test_terminate_ends_a_run_whose_events_are_streamed(tmp_path: Any, where: str) -> None:
+    wf = Quick(timeout=30)
+    recording = flowdbg.Debugger(db=tmp_path / "r.db")
+    try:
+        recording.attach(wf)
+        node, _, position = where.partition(":")
+        (recording.break_after if position else recording.break_before)(node)
+        streamed: list[str] = []
+
+        async def go() -> Any:
+            handler = wf.run(n=1)
+            async for ev in handler.stream_events():  # ended by the terminated run's last event
+                streamed.append(type(ev).__name__)
+            return await handler
+
+        run = recording.start(lambda: asyncio.run(go()))
+        assert recording.wait_for_stop(WAIT) is not None
+        recording.terminate()
+        with pytest.raises(flowdbg.Terminated):
+            run.result(WAIT)
+        assert streamed[-1:] == ["WorkflowCancelledEvent"]
+        assert recording.status().state == "terminated"
+        assert recording.flush(WAIT)
+        assert recording.store is not None
+        (record,) = recording.store.list_runs()
+        assert record.status == "terminated"
+    finally:
+        recording.close()
+
+
 def test_detach_while_held_lets_the_run_finish_undebugged(dbg: flowdbg.Debugger) -> None:
     wf = Quick(timeout=30)
     runtime = wf._runtime

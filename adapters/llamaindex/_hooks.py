@@ -666,7 +666,16 @@ class DebugRuntime(BaseRuntimeDecorator):
                 )
             try:
                 return await _step(
-                    run, inner, table, decide, state, step_name, event, workflow, bound_events, retry
+                    run,
+                    inner,
+                    table,
+                    decide,
+                    state,
+                    step_name,
+                    event,
+                    workflow,
+                    bound_events,
+                    retry,
                 )
             except Terminated:
                 await _cancelled(run)

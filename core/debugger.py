@@ -1343,9 +1343,13 @@ class Debugger:
         store = self._recording_store(flush=False)  # flushed below, once the run is checked
         adapter = self.adapter_for(root.target)
         if Capability.REWIND not in adapter.capabilities:
+            instead = (
+                f"; fork it instead when it has ended: flowdbg runs fork {short} --step {step}"
+                if Capability.FORK in adapter.capabilities
+                else "; set a breakpoint where you want to look, and run it again"
+            )
             raise ForkError(
-                f"adapter {adapter.name!r} cannot rewind a run (no capability 'rewind'); "
-                f"fork it instead when it has ended: flowdbg runs fork {short} --step {step}"
+                f"adapter {adapter.name!r} cannot rewind a run (no capability 'rewind'){instead}"
             )
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ForkError(f"step must be a step number (0 for the input), not {step!r}")

@@ -20,7 +20,7 @@ import click
 from click.core import ParameterSource
 
 from flowdbg.adapter import NOT_RESUMING, RunOptions
-from flowdbg.errors import BreakpointError, FlowdbgError, Terminated
+from flowdbg.errors import BreakpointError, FlowdbgError, RunOptionError, Terminated
 
 from ._envelope import emit_json, jsonable
 from ._render import (
@@ -524,7 +524,16 @@ def debug_session(
         dbg.terminate()
         outcome = Outcome.QUIT
     hint = _failure_hint(adapter, target, options)
-    code = _report(dbg, handle, outcome, out, db, hint=hint, output=output)
+    code = _report(
+        dbg,
+        handle,
+        outcome,
+        out,
+        db,
+        hint=hint,
+        output=output,
+        resumable=_resumable(adapter, target, options),
+    )
     if saved is not None:
         saved.save(dbg, out, restored)
     return code
@@ -544,6 +553,20 @@ def _failure_hint(
     return hint
 
 
+def _resumable(adapter: Adapter, target: Any, options: RunOptions) -> bool:
+    """Whether ``flowdbg run --resume`` can resume a run of ``target`` that its framework
+    suspended (the adapter does not refuse a resume value)."""
+    import dataclasses
+
+    try:
+        adapter.check_run(target, dataclasses.replace(options, resume=None))
+    except RunOptionError as exc:
+        return exc.option != "resume"
+    except Exception:  # another complaint is not about resuming
+        return True
+    return True
+
+
 def _report(
     dbg: Debugger,
     handle: RunHandle,
@@ -553,6 +576,7 @@ def _report(
     *,
     hint: Callable[[BaseException], str | None] | None = None,
     output: str | None = None,
+    resumable: bool = True,
 ) -> int:
     # after a quit the run was terminated: a unit that does not come back within a few seconds
     # is a call nothing can interrupt (named by the TimeoutError); the process leaves it
@@ -579,6 +603,10 @@ def _report(
             title = (
                 f"run suspended: it waits for the framework's resume ({prog} run --resume "
                 "VALUE); result so far"
+                if resumable
+                else f"run suspended: it waits for the framework's resume, which {prog} run "
+                f"--resume cannot give runs of {log.run.framework} (resume it from Python, as "
+                "the framework does); result so far"
             )
         else:
             title = "run completed; result"

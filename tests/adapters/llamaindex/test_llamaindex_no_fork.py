@@ -41,3 +41,20 @@ def test_forking_a_llamaindex_run_is_refused_by_capability(tmp_path: Path) -> No
         assert dbg.flush(10) and handle.run_id is not None
         with pytest.raises(flowdbg.ForkError, match=r"adapter 'llamaindex' cannot fork runs"):
             dbg.fork(handle.run_id, 1, target=wf)
+
+
+def test_rewinding_a_llamaindex_run_is_refused_without_pointing_at_a_fork(tmp_path: Path) -> None:
+    wf = Writer(timeout=10)
+    with flowdbg.Debugger(db=tmp_path / "f.db") as dbg:
+        dbg.attach(wf)
+        dbg.break_before("summarize")
+        handle = dbg.start(write, wf)
+        assert dbg.wait_for_stop(10) is not None
+        with pytest.raises(flowdbg.ForkError) as refused:
+            dbg.rewind(1)
+        assert str(refused.value) == (
+            "adapter 'llamaindex' cannot rewind a run (no capability 'rewind'); set a "
+            "breakpoint where you want to look, and run it again"
+        )  # (it cannot be forked either: no command that fails too)
+        dbg.resume()
+        assert handle.result(timeout=10) == "NOTES ON FORKS"

@@ -109,6 +109,39 @@ def test_run_breaks_after_a_model_turn_named_by_its_kind() -> None:
     assert "unknown tool 'refnud'; tools: refund" in refused and "(in -b tool:refnud)" in refused
 
 
+APPROVAL = """
+from agents import Agent, function_tool, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+set_tracing_disabled(True)
+
+
+@function_tool(needs_approval=True)
+def pay(amount: int) -> str:
+    \"\"\"Pay.\"\"\"
+    return f"paid {amount}"
+
+
+payer = Agent(
+    name="payer",
+    tools=[pay],
+    model=ScriptedModel(
+        [[function_call("pay", {"amount": 700}, call_id="p1")], [assistant_message("done")]]
+    ),
+)
+"""
+
+
+def test_a_run_waiting_for_approval_says_how_it_can_be_resumed(tmp_path: Path) -> None:
+    (tmp_path / "approval.py").write_text(APPROVAL, encoding="utf-8")
+    out = flowdbg("run", f"{tmp_path / 'approval.py'}:payer", "--input", '"pay"').stdout
+    # not --resume, which this adapter refuses
+    assert (
+        "run suspended: it waits for the framework's resume, which flowdbg run --resume cannot "
+        "give runs of openai_agents (resume it from Python, as the framework does)"
+    ) in " ".join(out.split())
+
+
 def test_an_unknown_name_lists_the_agents_and_tools() -> None:
     message = flowdbg(
         "run", f"{EXAMPLE}:triage_agent", "--input", '"x"', "-b", "refnud", code=1

@@ -339,4 +339,5 @@ def _listing(description: Mapping[str, Any], indent: str) -> Iterator[str]:
             if targets is None
             else ", ".join(_md(_SHOWN.get(str(t), str(t))) for t in targets)
         )
-        yield f"{indent}- {_md(source)} ⇢ {shown} (router {_md(str(cond.get('router')))})"
+        router = f" (router {_md(str(cond['router']))})" if cond.get("router") else ""
+        yield f"{indent}- {_md(source)} ⇢ {shown}{router}"

@@ -560,9 +560,9 @@ def _collect(description: Mapping[str, Any], nodes: list[str], tools: list[str])
         if not isinstance(node, Mapping):
             continue
         nodes.extend(str(t) for t in node.get("tasks") or ())
+        # an agent's model turns run as units of the model's name (several agents: a list)
         model = node.get("model")
-        if isinstance(model, str) and model:
-            nodes.append(model)  # an agent's model turns run as units of the model's name
+        nodes.extend(m for m in ([model] if isinstance(model, str) else model or ()) if m)
         if "tools" in node:
             listed = True
             tools.extend(_name_of(t) for t in node.get("tools") or ())

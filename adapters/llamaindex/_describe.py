@@ -3,6 +3,7 @@ adapter describes."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 __all__ = ["describe"]
@@ -25,13 +26,20 @@ def describe(workflow: Any) -> dict[str, Any]:
     unless the step returns a single event type: the step's own code picks the event.
 
     :returns: ``{"name", "entry", "nodes", "edges", "conditional_edges", "reducers"}``; each
-        node is ``{"name", "subgraph", "retry", "accepts", "returns", "workers"}``.
+        node is ``{"name", "subgraph", "retry", "accepts", "returns", "workers"}``. For a
+        llama-index-core agent (or ``AgentWorkflow``) also ``tools`` (the tools it can call,
+        unless a tool retriever picks them) and, on ``run_agent_step``, ``model`` (the name
+        its model calls take; a list for several agents' models).
     """
     from workflows.events import StartEvent, StopEvent
 
     from flowdbg.adapters.llamaindex._adapter import _children, workflow_name
 
-    steps = workflow._get_steps()
+    with warnings.catch_warnings():
+        # LlamaIndex lists steps with inspect.getmembers, which reads a pydantic agent's
+        # deprecated attributes (__fields__...): its warnings are not the user's concern
+        warnings.simplefilter("ignore", DeprecationWarning)
+        steps = workflow._get_steps()
     configs = {name: getattr(func, "_step_config", None) for name, func in steps.items()}
     accepts = {name: _types(getattr(c, "accepted_events", ())) for name, c in configs.items()}
     returns = {name: _types(getattr(c, "return_types", ())) for name, c in configs.items()}
@@ -103,7 +111,55 @@ def describe(workflow: Any) -> dict[str, Any]:
     }
     if open_:
         described["open"] = True
+    agents = _agents(workflow)
+    if agents is not None:
+        tools, models = _calls(agents, handoffs=len(agents) > 1)
+        if tools is not None:  # the tool calls its call_tool step makes
+            described["tools"] = [{"name": name} for name in tools]
+        for node in nodes:
+            if node["name"] == "run_agent_step" and models:  # the step asking the model
+                node["model"] = models[0] if len(models) == 1 else models
     return described
+
+
+def _agents(workflow: Any) -> list[Any] | None:
+    """The llama-index-core agents ``workflow`` runs (itself, or an ``AgentWorkflow``'s), or
+    ``None`` for a workflow of another kind."""
+    import sys
+
+    module = sys.modules.get("llama_index.core.agent.workflow")
+    if module is None:  # no agent exists where llama-index-core was never imported
+        return None
+    if isinstance(workflow, module.AgentWorkflow):
+        return list(workflow.agents.values())
+    if isinstance(workflow, module.BaseWorkflowAgent):
+        return [workflow]
+    return None
+
+
+def _calls(agents: list[Any], *, handoffs: bool) -> tuple[list[str] | None, list[str]]:
+    """The tool names the agents can call (``None`` when a tool retriever picks them as they
+    run) and the names their model calls take (see ``_llm.label``)."""
+    from flowdbg.adapters.llamaindex._llm import label
+
+    tools: list[str] | None = []
+    models: list[str] = []
+    for agent in agents:
+        llm = getattr(agent, "llm", None)
+        if llm is not None and label(llm) not in models:
+            models.append(label(llm))
+        if getattr(agent, "tool_retriever", None) is not None:
+            tools = None
+        if tools is None:
+            continue
+        for tool in getattr(agent, "tools", None) or ():
+            metadata = getattr(tool, "metadata", None)
+            name = getattr(metadata, "name", None) or getattr(tool, "__name__", None)
+            if isinstance(name, str) and name not in tools:
+                tools.append(name)
+    if tools is not None and handoffs:
+        tools.append("handoff")  # AgentWorkflow's own tool for handing over to another agent
+    return tools, models
 
 
 def _names_in(func: Any) -> tuple[str, ...]:

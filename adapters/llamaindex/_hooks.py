@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -769,6 +770,55 @@ def _check_args(unit: Unit, which: str, payload: Any) -> None:
         )
 
 
+def _args_checker(workflow: Any, name: str) -> Callable[[Unit, str, Any], None]:
+    """The ``check_edit`` of a call of the agent tool ``name``: the arguments must fit the
+    tool's schema (``metadata.fn_schema``, from the function's signature), as its model would
+    send them. LlamaIndex calls the tool with the arguments as they are (``FunctionTool.acall``
+    validates nothing), so an edit the schema refuses would fail in the tool, or worse."""
+    from flowdbg.adapters.llamaindex._describe import _agents
+
+    schema = None
+    for agent in _agents(workflow) or ():
+        for tool in getattr(agent, "tools", None) or ():
+            metadata = getattr(tool, "metadata", None)
+            if getattr(metadata, "name", None) == name:
+                schema = getattr(metadata, "fn_schema", None)
+                break
+    fields = getattr(schema, "model_fields", None)
+    if schema is None or not isinstance(fields, dict):  # a retrieved tool: known as it runs
+        return _check_args
+
+    def check(unit: Unit, which: str, payload: Any) -> None:
+        _check_args(unit, which, payload)
+        if which != "input":
+            return
+        unknown = [key for key in payload if key not in fields]
+        if unknown:
+            raise EditRefused(
+                f"tool {name!r} takes no argument {unknown[0]!r}; its arguments: "
+                f"{', '.join(fields) or 'none'}"
+            )
+        try:  # checked as JSON, the way a model's call comes: "40" is no int, "2024-01-02" a date
+            text = json.dumps(payload)
+        except (TypeError, ValueError):  # a Python object set at the stop: checked as it is
+            validate: Callable[[], Any] = lambda: schema.model_validate(payload)  # noqa: E731
+        else:
+            validate = lambda: schema.model_validate_json(text, strict=True)  # noqa: E731
+        try:
+            validate()
+        except Exception as exc:  # pydantic.ValidationError
+            errors = getattr(exc, "errors", None)
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+                for e in (errors() if callable(errors) else [])
+            ) or str(exc)
+            raise EditRefused(
+                f"the arguments of tool {name!r} do not fit its signature: {details}"
+            ) from exc
+
+    return check
+
+
 def _tool_result(outputs: list[Any]) -> tuple[int, Any] | None:
     """(index, event) of the ``ToolCallResult`` a ``call_tool`` step returned."""
     for index, item in enumerate(outputs):
@@ -873,8 +923,9 @@ async def _step(
         tool_call = False
     if tool_call:
         # an agent's tool call: a tool unit inside the step, held before the tool runs
+        name = str(event.tool_name)
         tool = unit.frame().unit(
-            str(event.tool_name), kind="tool", branch=unit.branch, check_edit=_check_args
+            name, kind="tool", branch=unit.branch, check_edit=_args_checker(workflow, name)
         )
         args = dict(event.tool_kwargs or {})
         edited_args = await _held(run, tool.abefore(state=before_state, input=args))

@@ -418,9 +418,10 @@ def _set_breakpoints(
         for t in description.get("tools") or ()
     ]
     models = [
-        str(n["model"])
+        str(model)
         for n in description.get("nodes") or ()
-        if isinstance(n, Mapping) and isinstance(n.get("model"), str)
+        if isinstance(n, Mapping)
+        for model in ([n["model"]] if isinstance(n.get("model"), str) else n.get("model") or ())
     ]
     for spec in breaks:
         node, position = split_node(spec.strip())

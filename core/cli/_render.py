@@ -329,8 +329,9 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
         tools = tool_names(node)
         if tools:
             extras.append(f"tools: {', '.join(tools)}")
-        if isinstance(node, Mapping) and node.get("model"):
-            extras.append(f"model {node['model']}")  # the name its model turns run under
+        model = node.get("model") if isinstance(node, Mapping) else None
+        if model:  # the name its model turns run under (a list for several agents)
+            extras.append(f"model {model if isinstance(model, str) else ', '.join(model)}")
         if isinstance(sub, Mapping):
             extras.append(f"subgraph {sub.get('name', '?')!r}")
         branch = nodes.add(label + (f"  ({', '.join(extras)})" if extras else ""))
@@ -347,12 +348,15 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
         for cond in conditional:
             targets = cond.get("targets")
             shown = "?" if targets is None else ", ".join(_shown(str(t)) for t in targets)
-            branch.add(
-                f"{_shown(str(cond.get('source')))} -?-> {shown}  (router {cond.get('router')})"
-            )
+            router = f"  (router {cond['router']})" if cond.get("router") else ""
+            branch.add(f"{_shown(str(cond.get('source')))} -?-> {shown}{router}")
     reducers = description.get("reducers")
     if reducers:
         tree.add(f"reducers: {', '.join(map(str, reducers))}")
+    listed = description.get("tools")
+    if listed and not any(tool_names(node) for node in description.get("nodes") or ()):
+        # the tools the target calls, where no node lists them as its own
+        tree.add(f"tools: {', '.join(tool_names({'tools': listed}))}")
 
 
 def preview(value: Any, limit: int = 60) -> str:

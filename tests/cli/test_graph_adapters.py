@@ -151,3 +151,23 @@ def test_usage_errors_exit_2(run_cli: Cli) -> None:
 def test_version() -> None:
     result = CliRunner().invoke(make_cli(), ["--version"])
     assert result.output == f"flowdbg, version {flowdbg.__version__}\n"
+
+
+def test_a_tree_names_the_tools_a_target_lists_and_no_missing_router() -> None:
+    from rich.console import Console
+
+    from flowdbg.cli._render import graph_tree
+
+    description = {
+        "name": "agent",
+        "entry": ["think"],
+        "nodes": [{"name": "think", "model": ["gpt-a", "gpt-b"]}, {"name": "act"}],
+        "conditional_edges": [{"source": "think", "targets": ["act", "__end__"]}],
+        "tools": [{"name": "search"}, "shell"],  # listed by the target, by no node
+    }
+    console = Console(width=100, record=True)
+    console.print(graph_tree(description))
+    text = console.export_text()
+    assert "think  (model gpt-a, gpt-b)" in text
+    assert "think -?-> act, END\n" in text  # no "(router None)"
+    assert "tools: search, shell" in text

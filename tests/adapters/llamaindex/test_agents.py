@@ -120,6 +120,53 @@ def test_function_agent_tool_breakpoint_holds_the_tool_and_edits_its_arguments(
     assert sorted(tools) == [("search", "tool"), ("shell", "tool")]
 
 
+def test_tool_arguments_edited_at_a_stop_must_fit_the_tools_signature(
+    dbg: flowdbg.Debugger,
+) -> None:
+    model = Scripted(("search", {"query": "flights"}))
+    agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg.attach(agent)
+    dbg.break_on_tool("search")
+    run = run_agent(dbg, agent, "find flights")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match=r"^tool 'search' takes no argument 'limit'; "):
+        dbg.set("limit", 3)
+    with pytest.raises(
+        flowdbg.EditRefused,
+        match=r"^the arguments of tool 'search' do not fit its signature: query: Input should "
+        r"be a valid string",
+    ):
+        dbg.set("query", 42)
+    assert dbg.inspect("query") == "flights"  # a refused edit changes nothing
+    dbg.set("query", "trains")
+    dbg.resume()
+    assert "results for trains" in str(run.result(WAIT))
+
+
+def test_an_agents_tools_and_model_are_described_and_checked(dbg: flowdbg.Debugger) -> None:
+    llm = MockFunctionCallingLLM(response_generator=Scripted())
+    agent = FunctionAgent(name="finder", description="finds", tools=[search, shell], llm=llm)
+    described = dbg.describe(agent)
+    assert described["tools"] == [{"name": "search"}, {"name": "shell"}]
+    (step,) = [n for n in described["nodes"] if n["name"] == "run_agent_step"]
+    assert step["model"] == "MockFunctionCallingLLM"  # the name its model calls take
+    other = FunctionAgent(name="helper", description="helps", tools=[broken], llm=llm)
+    team = AgentWorkflow(agents=[agent, other], root_agent="finder")
+    assert [t["name"] for t in dbg.describe(team)["tools"]] == [
+        "search",
+        "shell",
+        "broken",
+        "handoff",  # AgentWorkflow's own, with more than one agent
+    ]
+    dbg.attach(agent)
+    dbg.break_on_tool("shell")
+    dbg.break_after("MockFunctionCallingLLM")
+    with pytest.warns(
+        flowdbg.errors.BreakpointWarning, match=r"^unknown tool 'serch'; tools: search"
+    ):
+        dbg.break_on_tool("serch")
+
+
 def test_react_agent_tool_result_edited_at_the_after_stop_reaches_the_model(
     dbg: flowdbg.Debugger,
 ) -> None:

@@ -561,13 +561,37 @@ class Debugger:
                 problem = None if name in given else exception_name_problem(name)
                 if problem is not None:
                     problems.append((problem, False))
-        known = self._known_names()
+        silent = self._without_handoffs() if bp.type == BreakpointType.HANDOFF else []
+        if silent:  # (not an unknown name: no unit of any name would come)
+            problems.append(
+                (
+                    f"adapter {silent[0]!r} reports no handoffs, so this breakpoint never stops "
+                    f"in its runs; where handing over is a tool call (LlamaIndex's "
+                    f"AgentWorkflow: 'handoff'), break on that tool: "
+                    f"break_on_tool('handoff', args_pattern=...)",
+                    False,
+                )
+            )
+            known = None
+        else:
+            known = self._known_names()
         unknown = None if known is None else unknown_name(bp, known)
         if unknown is not None:
             problems.append(("; ".join(unknown), True))
         if strict and problems:
             raise BreakpointError(problems[0][0])
         return problems
+
+    def _without_handoffs(self) -> list[str]:
+        """The names of the adapters of the attached targets, when none of them reports
+        handoffs (:attr:`Capability.HANDOFFS`); empty when one does, or nothing is attached,
+        or a framework is instrumented library-wide."""
+        if self._installed:
+            return []
+        adapters = [adapter for _, adapter in list(self._attached.values())]
+        if not adapters or any(Capability.HANDOFFS in a.capabilities for a in adapters):
+            return []
+        return sorted({adapter.name for adapter in adapters})
 
     def _known_names(self) -> KnownNames | None:
         """The unit names the attached targets describe, or ``None`` when a name cannot be

@@ -165,6 +165,15 @@ def test_an_agents_tools_and_model_are_described_and_checked(dbg: flowdbg.Debugg
         flowdbg.errors.BreakpointWarning, match=r"^unknown tool 'serch'; tools: search"
     ):
         dbg.break_on_tool("serch")
+    dbg.attach(team)
+    # handing over is AgentWorkflow's 'handoff' tool call, not a unit of its own: said so
+    # (not "unknown handoff target", which it is not)
+    with pytest.warns(
+        flowdbg.errors.BreakpointWarning,
+        match=r"^adapter 'llamaindex' reports no handoffs, so this breakpoint never stops in "
+        r"its runs; .* break_on_tool\('handoff', args_pattern=\.\.\.\) \(bp-4 is set",
+    ):
+        dbg.break_on_handoff(to="helper")
 
 
 def test_react_agent_tool_result_edited_at_the_after_stop_reaches_the_model(

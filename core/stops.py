@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -160,10 +161,11 @@ class Stop:
             return _VIEW_ALIASES.get(name, name)
         listed = ", ".join(self.views)
         position = self.location.position
-        if name == "output" and position == Position.BEFORE:
+        aliased = self.location.kind in _ALIASED_KINDS and name in _VIEW_ALIASES
+        if (name == "output" or aliased) and position == Position.BEFORE:
             why = "the unit has not run yet at a before stop (its output is there after it)"
-        elif name in ("output", "error"):
-            why = f"the unit has no {name} at this {position} stop"
+        elif name in ("output", "error") or aliased:
+            why = f"the unit has no {_VIEW_ALIASES.get(name, name)} at this {position} stop"
         elif name in _VIEW_ALIASES:
             why = f"{name!r} names a view at tool and LLM stops only"
         else:
@@ -206,6 +208,17 @@ class Stop:
                 f"edit {target} (what {node!r} commits) instead"
             )
         if which == "state":
+            received = self.view(self.default_view)
+            key = _first_key(path)
+            if key is not None and isinstance(received, Mapping) and key not in received:
+                # the unit receives no such key: pointing at input:key would add one to what
+                # it receives (an event, arguments), which is not the run's state
+                keys = ", ".join(map(repr, list(received)[:8])) or "none"
+                return EditRefused(
+                    f"the state view shows the run's state as this stop found it and is not "
+                    f"edited, and {node!r} does not receive {key!r} (its {self.default_view} "
+                    f"has {keys}): the state cannot be edited at this stop"
+                )
             return EditRefused(
                 f"the state view shows the run's state as this stop found it and is not edited: "
                 f"edit {target} (what {node!r} receives) instead; where {node!r} receives "
@@ -339,6 +352,18 @@ def _with_keys(keys: tuple[Any, ...], more: list[Any]) -> tuple[Any, ...]:
         if key not in added:
             added.append(key)
     return tuple(added)
+
+
+def _first_key(path: str) -> Any:
+    """The first part of a path (``count`` of ``count.n``), or ``None`` for the whole value or
+    a path that does not parse."""
+    from flowdbg._paths import parse_path
+
+    try:
+        parts = parse_path(path)
+    except Exception:
+        return None
+    return parts[0] if parts else None
 
 
 def _copy(value: Any) -> Any:

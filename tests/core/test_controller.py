@@ -386,10 +386,15 @@ def test_before_with_its_own_input_edits_the_input(dbg: flowdbg.Debugger) -> Non
     assert dbg.inspect("q", source="input") == "new"
     assert dbg.inspect("args:q") == dbg.inspect("q") == "new"  # a tool's input is its args
     assert dbg.inspect("state:messages") == 3  # the state is shown, unedited
+    # (input:messages would add an argument: the tool does not receive the state)
     with pytest.raises(
-        flowdbg.EditRefused, match=r"edit input:messages \(what 'search' receives\)"
+        flowdbg.EditRefused,
+        match=r"and 'search' does not receive 'messages' \(its input has 'q'\): the state "
+        r"cannot be edited at this stop$",
     ):
         dbg.set("state:messages", 4)
+    with pytest.raises(flowdbg.PathError, match=r"the unit has not run yet at a before stop"):
+        dbg.inspect("result:")  # a tool's result, at its before stop
     dbg.resume()
     got, _ = worker.result()
     assert got == {"q": "new"}

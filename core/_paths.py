@@ -409,11 +409,11 @@ def _check_attribute_access(obj: Any, name: str, parts: tuple[PathPart, ...], up
         )
 
 
-def _walk(obj: Any, parts: tuple[PathPart, ...]) -> list[Any]:
+def _walk(obj: Any, parts: tuple[PathPart, ...], what: str = "state") -> list[Any]:
     """The containers along ``parts``: ``[obj, child, ..., parent of the last part]``."""
     chain = [obj]
     for upto in range(len(parts) - 1):
-        chain.append(_get_child(chain[-1], parts, upto))
+        chain.append(_get_child(chain[-1], parts, upto, what))
     return chain
 
 
@@ -585,7 +585,16 @@ def _propagate(chain: list[Any], parts: tuple[PathPart, ...], new_parent: Any) -
     return new_parent
 
 
-def set_path(obj: Any, path: str | Sequence[PathPart], value: Any) -> Any:
+def _named(what: str, exc: PathError) -> PathError:
+    """``exc``, whose message names the value it failed in "state", naming ``what`` instead
+    (the input or output of a stop, a tool's arguments)."""
+    text = str(exc)
+    if what == "state" or not text.startswith("state "):
+        return exc
+    return PathError(what + text[len("state") :])
+
+
+def set_path(obj: Any, path: str | Sequence[PathPart], value: Any, *, what: str = "state") -> Any:
     """Set the value at a path and return the root, which callers must keep.
 
     Mutable containers are changed in place: dicts (a missing key is added), lists (existing
@@ -597,6 +606,7 @@ def set_path(obj: Any, path: str | Sequence[PathPart], value: Any) -> Any:
     :param obj: the state (the root of the path).
     :param path: a path as accepted by :func:`parse_path`.
     :param value: the new value.
+    :param what: what ``obj`` is, for messages (``"input"``, ``"args"``).
     :returns: the root: ``obj`` itself when it was changed in place, else its rebuilt copy;
         ``value`` for the root path.
     :raises PathError: if the path is malformed or refused, a container on the way is missing, the
@@ -606,9 +616,12 @@ def set_path(obj: Any, path: str | Sequence[PathPart], value: Any) -> Any:
     parts = parse_path(path)
     if not parts:
         return value
-    chain = _walk(obj, parts)
-    new_parent = _set_child(chain[-1], value, parts, len(parts) - 1)
-    return _propagate(chain, parts, new_parent)
+    try:
+        chain = _walk(obj, parts, what)
+        new_parent = _set_child(chain[-1], value, parts, len(parts) - 1)
+        return _propagate(chain, parts, new_parent)
+    except PathError as exc:
+        raise _named(what, exc) from exc.__cause__
 
 
 def _delete_child(obj: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
@@ -638,7 +651,7 @@ def _delete_child(obj: Any, parts: tuple[PathPart, ...], upto: int) -> Any:
     )
 
 
-def delete_path(obj: Any, path: str | Sequence[PathPart]) -> Any:
+def delete_path(obj: Any, path: str | Sequence[PathPart], *, what: str = "state") -> Any:
     """Remove a mapping key or sequence element and return the root, which callers must keep.
 
     The same in-place or rebuild rule as :func:`set_path` applies.
@@ -651,7 +664,10 @@ def delete_path(obj: Any, path: str | Sequence[PathPart]) -> Any:
     """
     parts = parse_path(path)
     if not parts:
-        raise PathError("cannot delete the root of the state; delete one of its keys instead")
-    chain = _walk(obj, parts)
-    new_parent = _delete_child(chain[-1], parts, len(parts) - 1)
-    return _propagate(chain, parts, new_parent)
+        raise PathError(f"cannot delete the root of the {what}; delete one of its keys instead")
+    try:
+        chain = _walk(obj, parts, what)
+        new_parent = _delete_child(chain[-1], parts, len(parts) - 1)
+        return _propagate(chain, parts, new_parent)
+    except PathError as exc:
+        raise _named(what, exc) from exc.__cause__

@@ -1219,9 +1219,10 @@ class Debugger:
         """
         s = self._ctl.get_stop(stop)
         view, rest = _view_and_path(path, None)
+        what = view or s.default_view
         # a unit that returned nothing (None) gets an update made of the keys set on it
         s._edit(
-            lambda root: set_path({} if root is None and rest else root, rest, value),
+            lambda root: set_path({} if root is None and rest else root, rest, value, what=what),
             view=view,
             path=rest,
         )
@@ -1231,7 +1232,8 @@ class Debugger:
         refused like :meth:`set`)."""
         s = self._ctl.get_stop(stop)
         view, rest = _view_and_path(path, None)
-        s._edit(lambda root: delete_path(root, rest), view=view, path=rest)
+        what = view or s.default_view
+        s._edit(lambda root: delete_path(root, rest, what=what), view=view, path=rest)
 
     def evaluate(self, expression: str, *, stop: str | None = None) -> Any:
         """Evaluate a Python expression at the selected stop, in the sandbox conditions use

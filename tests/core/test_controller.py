@@ -395,6 +395,11 @@ def test_before_with_its_own_input_edits_the_input(dbg: flowdbg.Debugger) -> Non
         dbg.set("state:messages", 4)
     with pytest.raises(flowdbg.PathError, match=r"the unit has not run yet at a before stop"):
         dbg.inspect("result:")  # a tool's result, at its before stop
+    # a path error names the view it failed in
+    with pytest.raises(flowdbg.PathError, match=r"^input has no key 'zz' at 'zz'; available"):
+        dbg.delete("zz")
+    with pytest.raises(flowdbg.PathError, match=r"^input has no key 'zz' at 'zz' in 'zz.a'"):
+        dbg.set("zz.a", 1)
     dbg.resume()
     got, _ = worker.result()
     assert got == {"q": "new"}

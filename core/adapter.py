@@ -310,6 +310,16 @@ class Adapter(abc.ABC):
                 "without --config",
             )
 
+    def check_input(self, target: Any, input: Any) -> None:
+        """Refuse, before anything runs, an input :meth:`invoke` could not start ``target``
+        with (``flowdbg run`` calls it with ``--input``'s value; a fresh run only). The
+        default accepts any input.
+
+        :raises flowdbg.errors.RunOptionError: for the option ``input``, saying what the
+            target takes.
+        """
+        return None  # (an adapter that knows what its targets take overrides this)
+
     def check_own_options(self, target: Any, options: RunOptions) -> None:
         """Refuse a key of ``options.extra`` that is none of :meth:`cli_options` (for an
         adapter's own :meth:`check_run`).

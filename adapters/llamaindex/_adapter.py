@@ -197,20 +197,19 @@ class LlamaIndexAdapter(Adapter):
                 "in --input",
             )
 
-    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
-        options = RunOptions() if options is None else options
-        self.check_run(target, options)
-        if input is None:
-            kwargs: dict[str, Any] = {}
-        elif isinstance(input, dict):
-            kwargs = dict(input)
-        else:
+    def check_input(self, target: Any, input: Any) -> None:
+        if input is not None and not isinstance(input, dict):
             raise RunOptionError(
                 "input",
                 "a LlamaIndex workflow starts from keyword arguments (the start event's fields): "
                 'give a JSON object such as \'{"topic": "x"}\'',
             )
-        return await target.run(**kwargs)
+
+    async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
+        options = RunOptions() if options is None else options
+        self.check_run(target, options)
+        self.check_input(target, input)
+        return await target.run(**(input or {}))
 
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         return asyncio.run(self.ainvoke(target, input, options))

@@ -501,6 +501,8 @@ def debug_session(
     options = RunOptions() if options is None else options
     adapter = dbg.adapter_for(target)
     adapter.check_run(target, options)
+    if start is None and not options.resuming:
+        adapter.check_input(target, value)
     description = _describe(dbg, target)
     dbg.attach(target, ref=ref)
     _set_breakpoints(dbg, breaks, description, out)

@@ -108,7 +108,12 @@ def test_a_run_input_that_is_not_an_object_is_refused(db: Path, tmp_path: Path) 
     target = tmp_path / "research.py"
     shutil.copy(EXAMPLE, target)
     result = flowdbg("run", f"{target}:wf", "--input", "3", code=1)
-    assert "start event's fields" in result.output
+    # one line of error, before anything runs
+    assert result.output.strip().splitlines() == [
+        "error: --input: a LlamaIndex workflow starts from keyword arguments (the start "
+        """event's fields): give a JSON object such as '{"topic": "x"}'"""
+    ]
+    assert not db.exists() or "no runs" in flowdbg("runs", "ls").output
 
 
 def test_graph_inspect_a_workflow(tmp_path: Path) -> None:

@@ -370,6 +370,10 @@ class RunLog:
             raise ValueError(f"unknown run log view {view!r}; use one of {', '.join(VIEWS)}")
         return "\n".join(self._text(view, expand))
 
+    def auto_view(self) -> str:
+        """The view ``render("auto")`` shows for this run: ``"stats"`` or ``"steps"``."""
+        return _Snapshot.of(self).pick("auto")
+
     def tree(self) -> str:
         """The log with nested runs expanded under the step that started them, indented
         (``render("steps", expand=True)``).

@@ -401,10 +401,13 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "the open stops (parallel branches; * marks the selected one) and the units running",
     ),
     "stop": ("stop [N]", "select stop-N (alone: show the selected stop again)"),
-    "log": ("log", "the run log so far"),
+    "log": (
+        "log [steps|stats]",
+        "the run log so far: one row per step, or per node for a long run that repeats nodes",
+    ),
     "rewind": (
         "rewind STEP [PATH=VALUE ...]",
-        "go back to the state after an earlier STEP of the top-level run (log lists them; "
+        "go back to the state after an earlier STEP of the top-level run (log steps lists them; "
         "with edits) and go on from there: the run restarts in the same call, recorded as a "
         "rewind of it",
     ),
@@ -953,11 +956,17 @@ class Session:
         self.show_stop(stop)
 
     def do_log(self, arg: str) -> None:
+        view = arg.strip() or "auto"
+        if view not in ("auto", "steps", "stats"):
+            raise ValueError("usage: log [steps|stats]")
         runs = self.dbg.runs
         if not runs:
             self.out.line("no run has started yet")
             return
-        self.out.block(str(runs[-1]))
+        log = runs[-1]
+        self.out.block(log.render(view))
+        if view == "auto" and log.auto_view() == "stats":
+            self.out.line(f"(one row per node: {len(log.steps)} steps; log steps lists each)")
 
     def do_list(self, arg: str) -> None:
         stop = self._selected()

@@ -293,12 +293,27 @@ def _fork_tree(run: RunRecord, made: dict[str, list[RunRecord]]) -> dict[str, An
 @click.option("--errors", is_flag=True, help="only failed steps, with their tracebacks")
 @click.option("--node", metavar="NODE", help="only the steps of NODE")
 @click.option("--tree", is_flag=True, help="expand nested runs (subgraphs, nested workflows)")
+@click.option(
+    "--view",
+    type=click.Choice(["auto", "steps", "stats"]),
+    default="auto",
+    show_default=True,
+    help="steps: one row per step; stats: one row per node; auto: stats for a long run that "
+    "repeats nodes",
+)
 @db_option
 @json_option
 def runs_show(
-    run_id: str, errors: bool, node: str | None, tree: bool, db: str | None, as_json: bool
+    run_id: str,
+    errors: bool,
+    node: str | None,
+    tree: bool,
+    view: str,
+    db: str | None,
+    as_json: bool,
 ) -> None:
-    """The run log of run ID (an id or a unique prefix): one row per step."""
+    """The run log of run ID (an id or a unique prefix): one row per step, or one per node
+    for a long run that repeats nodes (--view steps or stats chooses)."""
     with _open(db) as ctx:
         run = ctx.run(run_id)
         steps = ctx.store.get_steps(
@@ -338,7 +353,14 @@ def runs_show(
                     out.block(step.error.traceback.rstrip(), "    ")
             return
         log = _log(ctx, run, steps, tree)
-        out.block(str(log.tree() if tree else log))
+        if view == "auto" and node is not None:
+            view = "steps"  # the steps of one node: each of them
+        if tree:
+            out.block(log.tree())
+        else:
+            out.block(log.render(view))
+            if view == "auto" and log.auto_view() == "stats":
+                out.line(f"(one row per node: {len(steps)} steps; --view steps lists each)")
         if not tree:
             count = len(ctx.children(run.run_id))
             if count:

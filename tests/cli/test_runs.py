@@ -118,6 +118,28 @@ def test_show_errors_node_and_tree(run_cli: Cli, recorded: dict[str, str]) -> No
     assert "inner1" in out and "inner2" in out
 
 
+def test_show_says_when_it_shows_a_row_per_node(run_cli: Cli, db: Path) -> None:
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    g = StateGraph(name="loop")
+    g.add_node("tick", lambda s: {"n": s["n"] + 1})
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < 12 else END)
+    g.set_entry_point("tick")
+    app = g.compile()
+    with flowdbg.Debugger(db=db) as dbg:
+        dbg.attach(app)
+        assert dbg.start(app.invoke, {"n": 0}).result(T) == {"n": 12}
+        run_id = dbg.runs[-1].run.run_id
+    out = run_cli("runs", "show", run_id[:8]).stdout
+    assert re.search(r"^tick\s+12\s", out, flags=re.M)  # one row for the node, 12 runs
+    assert "(one row per node: 12 steps; --view steps lists each)" in out
+    steps = run_cli("runs", "show", run_id[:8], "--view", "steps").stdout
+    assert re.search(r"^12\s+tick\s+node\s+completed", steps, flags=re.M)
+    assert "one row per node" not in steps
+    # the steps of one node are listed each
+    assert re.search(r"^12\s+tick", run_cli("runs", "show", run_id, "--node", "tick").stdout, re.M)
+
+
 def test_show_json(run_cli: Cli, recorded: dict[str, str]) -> None:
     data = run_cli.json("runs", "show", recorded["linear"], command="runs show")
     assert data["run"]["input"] == {"x": 1}

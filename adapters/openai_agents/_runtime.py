@@ -363,7 +363,12 @@ class AgentRun:
         return result
 
     def abandoned(self, exc: BaseException | None, result: Any) -> None:
-        """A streamed run's task ended (the consumer may never have read the stream)."""
+        """A streamed run's task ended (the consumer may never have read the stream): the run
+        fails with what the consumer's ``stream_events()`` raises, which is not always the
+        task's own exception (see :func:`streamed_error`)."""
+        consumer = streamed_error(result)
+        if consumer is not None:
+            exc = consumer
         if exc is not None:
             raised = self.scope.converted(exc)
             for unit in (self.llm_unit, self.agent_unit):
@@ -372,6 +377,56 @@ class AgentRun:
             self.scope.end(error=raised)
         else:
             self.finished(result)
+
+
+def streamed_error(result: Any) -> BaseException | None:
+    """The exception the consumer of a streamed run whose task has ended gets from
+    ``stream_events()``, or ``None`` when it gets none other than the task's own.
+
+    In a streamed run the SDK's run-loop task can end normally and still fail the run for its
+    consumer: ``RunResultStreaming.stream_events`` calls ``_check_errors`` (result.py), which
+    raises a ``MaxTurnsExceeded`` it makes itself when ``current_turn`` passed ``max_turns``
+    unhandled (start_streaming only puts the end sentinel on the queue and breaks), an
+    ``InputGuardrailTripwireTriggered`` for a tripping result it takes off the input guardrail
+    queue, the input guardrail task's own exception, or ``_stored_exception``, which the run loop
+    sets instead of raising (a cancelled session write, a tool failure whose task was
+    cancelled). ``_check_errors`` is not called here: it drains the guardrail queue and stores
+    its exception on the result, which would change what the consumer gets. The same tests
+    are made on what it reads, in its order (each later finding replaces the one before, as
+    there). The consumer's ``MaxTurnsExceeded`` and tripwire exception are objects of its own;
+    the run records equal ones.
+    """
+    if result is None:
+        return None
+    from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded
+
+    found: BaseException | None = getattr(result, "_stored_exception", None)
+    max_turns = getattr(result, "max_turns", None)
+    turn = getattr(result, "current_turn", 0)
+    if (
+        isinstance(max_turns, int)
+        and isinstance(turn, int)
+        and turn > max_turns
+        and not getattr(result, "_max_turns_handled", False)
+    ):
+        found = MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
+    tool_error_selected = getattr(result, "_tool_error_selected", False)
+    if not tool_error_selected:
+        # the queue holds what input_guardrail_results holds (guardrails.py,
+        # run_input_guardrails_with_queue publishes each result to both)
+        for guardrail in getattr(result, "input_guardrail_results", None) or ():
+            if guardrail.output.tripwire_triggered:
+                found = InputGuardrailTripwireTriggered(guardrail)
+                break
+    task = getattr(result, "run_loop_task", None)
+    if task is not None and task.done() and not task.cancelled():
+        found = task.exception() or found
+    guard = getattr(result, "_input_guardrails_task", None)
+    if not tool_error_selected and guard is not None and guard.done() and not guard.cancelled():
+        guard_exc = guard.exception()
+        if isinstance(guard_exc, Exception):
+            found = guard_exc
+    return found
 
 
 # ---------------------------------------------------------------------- edit rules

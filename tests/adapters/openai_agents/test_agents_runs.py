@@ -625,3 +625,48 @@ def test_a_streamed_run_in_a_task_of_the_users_own_loop(dbg: flowdbg.Debugger) -
     output, types = box["out"]
     assert output == "refunded"
     assert "agent_updated_stream_event" in types
+
+
+def _looper() -> Agent[Any]:
+    @function_tool
+    def again() -> str:
+        """Loop."""
+        return "again"
+
+    return oa.agent(
+        "looper", [oa.calls(("again", {}, f"call-{i}")) for i in range(5)], tools=[again]
+    )
+
+
+def _consume_streamed(agent: Agent[Any], **kwargs: Any) -> tuple[list[str], str]:
+    """The event types a consumer of ``Runner.run_streamed(agent, "go")`` reads, and what its
+    ``stream_events()`` raised (``"-"`` when nothing)."""
+
+    async def main() -> tuple[list[str], str]:
+        result = Runner.run_streamed(agent, "go", **kwargs)
+        types: list[str] = []
+        try:
+            async for event in result.stream_events():
+                types.append(event.type)
+        except Exception as exc:
+            return types, f"{type(exc).__name__}: {exc}"
+        return types, "-"
+
+    return asyncio.run(main())
+
+
+def test_a_streamed_run_past_max_turns_is_recorded_failed(dbg: flowdbg.Debugger) -> None:
+    # the SDK's run-loop task ends normally here: the consumer's stream_events() makes the error
+    bare = _consume_streamed(_looper(), max_turns=1)
+    assert bare[1] == "MaxTurnsExceeded: Max turns (1) exceeded"
+    agent = _looper()
+    dbg.attach(agent)
+    assert _consume_streamed(agent, max_turns=1) == bare  # the consumer sees the same
+    (log,) = dbg.runs
+    assert log.run.status == "failed"
+    assert log.run.error is not None
+    assert (log.run.error.type, log.run.error.message) == (
+        "MaxTurnsExceeded",
+        "Max turns (1) exceeded",
+    )
+    assert [(s.kind, s.status) for s in log.steps if s.kind == "agent"] == [("agent", "failed")]

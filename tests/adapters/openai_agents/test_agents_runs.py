@@ -670,3 +670,79 @@ def test_a_streamed_run_past_max_turns_is_recorded_failed(dbg: flowdbg.Debugger)
         "Max turns (1) exceeded",
     )
     assert [(s.kind, s.status) for s in log.steps if s.kind == "agent"] == [("agent", "failed")]
+
+
+# ---------------------------------------------------------------------------- install
+
+
+def _weather(effects: list[str]) -> Agent[Any]:
+    @function_tool(timeout=5.0)
+    async def lookup(city: str) -> str:
+        """Look up the weather."""
+        effects.append(city)
+        return f"sunny in {city}"
+
+    @function_tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise PermissionError(f"card declined for {amount}")
+
+    return oa.agent(
+        "weather",
+        [
+            oa.calls(("lookup", {"city": "Oslo"}, "c1"), ("charge", {"amount": 5}, "c2")),
+            *oa.answer(lambda call: " | ".join(oa.outputs(call))),
+        ],
+        tools=[lookup, charge],
+    )
+
+
+@pytest.mark.parametrize("entry", ["run_sync", "streamed"])
+def test_an_installed_debugger_reports_tool_calls(dbg: flowdbg.Debugger, entry: str) -> None:
+    def go(agent: Agent[Any]) -> Any:
+        if entry == "run_sync":
+            return oa.run_sync(agent, "weather?").final_output
+
+        async def main() -> Any:
+            result = Runner.run_streamed(agent, "weather?")
+            async for _ in result.stream_events():
+                pass
+            return result.final_output
+
+        return asyncio.run(main())
+
+    bare_effects: list[str] = []
+    bare = go(_weather(bare_effects))
+    effects: list[str] = []
+    agent = _weather(effects)  # built after install: never attached
+    tools = {t.name: (t, t.on_invoke_tool, t.timeout_seconds) for t in agent.tools}
+    dbg.install("openai_agents")
+    dbg.break_on_tool("lookup")
+    dbg.break_on_exception(PermissionError)
+    run = dbg.start(go, agent)
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "lookup",
+        "tool",
+        "before",
+    )
+    assert stop.input == {"city": "Oslo"}
+    assert effects == []
+    dbg.resume()
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.position) == ("charge", "error")
+    assert isinstance(stop.exception, PermissionError)
+    dbg.resume()
+    assert run.result(WAIT) == bare
+    assert effects == bare_effects == ["Oslo"]
+    (log,) = [r for r in dbg.runs if r.run.name == "weather"]
+    assert sorted((s.node, s.status) for s in log.steps if s.kind == "tool") == [
+        ("charge", "failed"),
+        ("lookup", "completed"),
+    ]
+    # the run put the tools back as they were
+    for tool, invoker, timeout in tools.values():
+        assert (tool.on_invoke_tool, tool.timeout_seconds) == (invoker, timeout)
+    dbg.uninstall()

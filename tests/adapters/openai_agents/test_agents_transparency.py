@@ -230,10 +230,14 @@ def _run(
     build: Callable[[], tuple[Agent[Any], dict[str, Any]]],
     streamed: bool,
     dbg: flowdbg.Debugger | None,
+    how: str = "attach",
 ) -> dict[str, Any]:
     agent, kwargs = build()
     if dbg is not None:
-        dbg.attach(agent)
+        if how == "attach":
+            dbg.attach(agent)
+        else:
+            dbg.install("openai_agents")
     try:
         if not streamed:
             return _outcome(oa.run_sync(agent, "go", **kwargs), kwargs)
@@ -247,11 +251,13 @@ def _run(
     finally:
         if dbg is not None:
             dbg.detach(agent)
+            dbg.uninstall()
 
 
+@pytest.mark.parametrize("how", ["attach", "install"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool) -> None:
+def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool, how: str) -> None:
     build = SCENARIOS[name]
     bare = _run(build, streamed, None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -259,7 +265,7 @@ def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool
         try:
             dbg.break_on_tool("*", args_pattern="NEVER-MATCHES-ANYTHING")
             dbg.break_before("*", kind="llm", condition="False")
-            debugged = _run(build, streamed, dbg)
+            debugged = _run(build, streamed, dbg, how)
             assert dbg.flush(10)
             store = dbg.store
             assert store is not None

@@ -194,7 +194,9 @@ class AgentRun:
         if self.agent_unit is not None:  # an activation the SDK left without a hook
             self.agent_unit.discard()
         self.agent_name = agent.name
-        unit = self.scope.unit(agent.name, kind="agent", cause=self.last, check_edit=_agent_edit)
+        unit = self.scope.unit(
+            agent.name, kind="agent", cause=self.last, check_edit=_agent_edit(agent)
+        )
         self.agent_unit = unit
         self.frame = unit.frame()
         # a tool writes the run context itself (and a handoff's callback, a hook may too): the
@@ -213,6 +215,9 @@ class AgentRun:
             unit.check_edit = _streamed_output_edit
         edited = await unit.aafter(output=output, state=self.state(context))
         if edited is not output:
+            # the edit was checked against the output type (_agent_edit): the caller gets an
+            # object of that type, as the SDK would have made it from the model's JSON
+            edited = final_output_of(agent, edited)
             self.final_output = edited
         return edited
 
@@ -432,13 +437,86 @@ def streamed_error(result: Any) -> BaseException | None:
 # ---------------------------------------------------------------------- edit rules
 
 
-def _agent_edit(unit: Unit, what: str, payload: Any) -> None:
-    if what == "input":
+def _agent_edit(agent: Any) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what == "input":
+            raise EditRefused(
+                f"agent {unit.node!r} receives the conversation the SDK built, which a hook "
+                "cannot replace; edit the model input at its llm stop instead "
+                "(dbg.break_before('*', kind='llm'))"
+            )
+        final_output_of(agent, payload)
+
+    return check
+
+
+def _validation_details(exc: BaseException) -> str:
+    errors = getattr(exc, "errors", None)
+    try:
+        listed = errors() if callable(errors) else []
+    except Exception:  # an error whose errors() needs arguments: its text says enough
+        listed = []
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(whole value)'}: {e.get('msg')}"
+        for e in listed
+    )
+    return details or str(exc)
+
+
+def final_output_of(agent: Any, payload: Any) -> Any:
+    """``payload`` as the final output of ``agent``: what the SDK makes of a model answer that
+    is ``payload`` as JSON, checked against the agent's ``output_type``.
+
+    The SDK takes a final output through the agent's output schema
+    (turn_preparation.get_output_schema: none for ``str`` or no output type, the agent's own
+    ``AgentOutputSchemaBase``, else ``AgentOutputSchema(output_type)``), whose
+    ``validate_json`` validates the model's text with a pydantic ``TypeAdapter``, strict when the
+    schema is (agent_output.py, util/_json.py). For an ``AgentOutputSchema`` the same
+    validation is made here with a ``TypeAdapter`` of the output type itself (its
+    ``validate_json`` would also mark the current trace span as failed for a refused edit);
+    a schema of the user's own is asked through its ``validate_json``.
+
+    :raises EditRefused: the payload is not a value of the output type, with the reason.
+    """
+    from agents import AgentOutputSchema, AgentOutputSchemaBase
+    from pydantic import TypeAdapter
+    from pydantic_core import to_json
+
+    output_type = getattr(agent, "output_type", None)
+    if output_type is None or output_type is str:
+        if not isinstance(payload, str):
+            raise EditRefused(
+                f"agent {agent.name!r} answers in plain text (it has no output_type): its final "
+                f"output must be a string, not {type(payload).__name__}"
+            )
+        return payload
+    try:
+        text = to_json(payload).decode()
+    except Exception as exc:
         raise EditRefused(
-            f"agent {unit.node!r} receives the conversation the SDK built, which a hook cannot "
-            "replace; edit the model input at its llm stop instead (dbg.break_before('*', "
-            "kind='llm'))"
-        )
+            f"the final output of agent {agent.name!r} must be JSON data of its output type: {exc}"
+        ) from exc
+    if isinstance(output_type, AgentOutputSchemaBase) and not isinstance(
+        output_type, AgentOutputSchema
+    ):
+        try:
+            return output_type.validate_json(text)
+        except Exception as exc:
+            raise EditRefused(
+                f"the output schema {output_type.name()} of agent {agent.name!r} refuses the "
+                f"edit: {exc}"
+            ) from exc
+    schema = output_type if isinstance(output_type, AgentOutputSchema) else None
+    wanted = schema.output_type if schema is not None else output_type
+    strict = schema.is_strict_json_schema() if schema is not None else True
+    try:
+        return TypeAdapter(wanted).validate_json(text, strict=True if strict else None)
+    except Exception as exc:
+        name = getattr(wanted, "__name__", None) or str(wanted)
+        raise EditRefused(
+            f"the final output of agent {agent.name!r} must be a {name} (its output_type), "
+            f"which refuses the edit: {_validation_details(exc)}"
+        ) from exc
 
 
 def _streamed_output_edit(unit: Unit, what: str, payload: Any) -> None:

@@ -23,6 +23,7 @@ from agents import (
     input_guardrail,
 )
 from agents.testing import ModelStep
+from pydantic import BaseModel
 
 import flowdbg
 from flowdbg import StopReason
@@ -570,6 +571,46 @@ def test_the_final_output_edited_at_the_agents_after_stop(dbg: flowdbg.Debugger)
     dbg.set("", "final")
     dbg.resume()
     assert run.result(WAIT).final_output == "final"
+
+
+class Scored(BaseModel):
+    answer: str
+    score: int
+
+
+def test_the_whole_final_output_is_checked_against_the_output_type(
+    dbg: flowdbg.Debugger,
+) -> None:
+    agent = oa.agent(
+        "scorer", oa.answer(lambda call: '{"answer": "ok", "score": 9}', 2), output_type=Scored
+    )
+    dbg.attach(agent)
+    dbg.break_after("scorer", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "score it")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match=r"must be a Scored .*Input should be an object"):
+        dbg.set("", "plain string")
+    with pytest.raises(flowdbg.EditRefused, match=r"score: Field required"):
+        dbg.set("", {"answer": "x"})
+    with pytest.raises(flowdbg.EditRefused, match=r"score: Input should be a valid integer"):
+        dbg.set("", {"answer": "x", "score": "10"})  # the SDK validates strictly
+    assert dbg.inspect("") == Scored(answer="ok", score=9)
+    dbg.set("", {"answer": "better", "score": 10})
+    dbg.resume()
+    final = run.result(WAIT).final_output
+    assert type(final) is Scored and final == Scored(answer="better", score=10)
+
+
+def test_a_plain_text_agents_final_output_stays_a_string(dbg: flowdbg.Debugger) -> None:
+    agent = oa.agent("agent", oa.answer(lambda call: "draft", 2))
+    dbg.attach(agent)
+    dbg.break_after("agent", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "write")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match="plain text"):
+        dbg.set("", {"text": "final"})
+    dbg.resume()
+    assert run.result(WAIT).final_output == "draft"
 
 
 # ---------------------------------------------------------------------------- streaming

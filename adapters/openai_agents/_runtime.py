@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import importlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,16 @@ def _json_args(text: str) -> Any:
 
 
 def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | None:
-    """Why ``args`` do not fit a tool's parameter schema (top level only), or ``None``."""
+    """Why ``args`` do not fit a tool's parameter schema, or ``None``: the top level first
+    (unknown, missing and mistyped arguments, named plainly), then the whole schema.
+
+    The SDK checks a function tool's arguments with the pydantic model of its parameters, kept
+    in a closure of ``function_tool`` (tool.py, ``_prepare_arguments``) and out of flowdbg's
+    reach; a failure there is a ``ModelBehaviorError`` of the tool call. The tool's
+    ``params_json_schema`` is that model's JSON schema (nested models under ``$defs``), the one
+    the model is held to, so an edit is checked against it with ``jsonschema`` (a dependency
+    of the SDK, through ``mcp``, and of the openai-agents extra).
+    """
     if not isinstance(args, Mapping):
         return f"tool {tool!r} takes a JSON object of arguments, not {type(args).__name__}"
     props = schema.get("properties") or {}
@@ -92,7 +102,25 @@ def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | No
             )
             if not ok:
                 return f"tool {tool!r} argument {key!r} must be of JSON type {want!r}"
-    return None
+    return _nested_problem(schema, args, tool)
+
+
+def _nested_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | None:
+    # (imported by name: jsonschema has no type stubs, and flowdbg does not need them)
+    jsonschema = importlib.import_module("jsonschema")
+    validator_class = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    try:
+        error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(args))
+    except jsonschema.exceptions.SchemaError:
+        # a hand-written FunctionTool's schema jsonschema cannot read: the top-level checks
+        # above are all that can be said, and the SDK's own check still comes
+        return None
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    if not where:
+        return f"tool {tool!r} refuses these arguments: {error.message}"
+    return f"tool {tool!r} argument {where!r}: {error.message}"
 
 
 def _model_name(agent: Any, run_config: Any) -> str:

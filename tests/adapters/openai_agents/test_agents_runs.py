@@ -121,6 +121,47 @@ def test_an_argument_the_tool_does_not_take_is_refused(dbg: flowdbg.Debugger) ->
     assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
 
 
+class Address(BaseModel):
+    street: str
+    zip: int
+
+
+def test_nested_arguments_are_checked_against_the_tools_schema(dbg: flowdbg.Debugger) -> None:
+    shipped: list[Address] = []
+
+    @function_tool
+    def ship(addr: Address, qty: int) -> str:
+        """Ship a parcel."""
+        shipped.append(addr)
+        return f"shipped {qty} to {addr.zip}"
+
+    agent = oa.agent(
+        "shipper",
+        [
+            oa.calls(("ship", {"addr": {"street": "Main", "zip": 123}, "qty": 2}, "call-1")),
+            *oa.answer(lambda call: oa.outputs(call)[-1]),
+        ],
+        tools=[ship],
+    )
+    dbg.attach(agent)
+    dbg.break_on_tool("ship")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "ship it")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr\.zip': 'abc' is not of type 'integer'"):
+        dbg.set("addr.zip", "abc")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': .*'country' was unexpected"):
+        dbg.set("addr.country", "FR")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': 'str' is not of type 'object'"):
+        dbg.set("addr", "str")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': 'street' is a required property"):
+        dbg.delete("addr.street")
+    assert dbg.inspect("") == {"addr": {"street": "Main", "zip": 123}, "qty": 2}
+    dbg.set("addr.zip", 75001)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "shipped 2 to 75001"
+    assert shipped == [Address(street="Main", zip=75001)]
+
+
 def test_an_edited_result_is_what_the_model_gets(dbg: flowdbg.Debugger) -> None:
     effects: list[str] = []
     agent = shell_agent(effects)

@@ -259,6 +259,7 @@ def _make_run(original: Any) -> Any:
         try:
             try:
                 result = await original(self, starting_agent, input, **kwargs)
+                await agent_run.settle()
             except BaseException as exc:
                 raised = await agent_run.failed(exc)
                 if raised is exc:

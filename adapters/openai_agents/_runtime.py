@@ -186,6 +186,9 @@ class AgentRun:
         #: ids of exceptions an error point has shown already
         self.reported: set[int] = set()
         self.final_output: Any = _UNSET
+        #: (context, final output) of an agent whose after point waits for its output
+        #: guardrails (see agent_ended)
+        self.pending_end: tuple[Any, Any] | None = None
         #: the run's context wrapper, as a hook last gave it (an error point has none)
         self.context: Any = None
 
@@ -237,6 +240,22 @@ class AgentRun:
     async def agent_ended(self, context: Any, agent: Any, output: Any) -> Any:
         unit = self.agent_unit
         if unit is None:
+            return output
+        guardrails = _output_guardrail_names(agent, self.run_config)
+        if guardrails and not self.streamed:
+            # The SDK calls on_agent_end with the final output, then checks it with the output
+            # guardrails (run.py, AgentRunner.run: run_output_guardrails on
+            # turn_result.next_step.output, made before this hook from the same value, so what
+            # a hook returns never reaches them) and raises OutputGuardrailTripwireTriggered
+            # when one trips. The agent's after point is put off until the run has returned
+            # (settle): a tripwire then ends the agent at an error point, like max turns, and
+            # the after stop shows an output the guardrails let through. Its edit is refused:
+            # it would bypass them. A streamed run's end is seen in a done callback of its task,
+            # which cannot hold, and the SDK has no hook after the guardrails
+            # (run_loop.py, _finalize_streamed_final_output): there the after point stays
+            # here, before them, and a tripwire fails the run only.
+            self.pending_end = (context, output)
+            unit.check_edit = _guarded_output_edit(guardrails)
             return output
         self.agent_unit = None
         if self.streamed:
@@ -382,6 +401,17 @@ class AgentRun:
                     unit.discard(raised)
         self.scope.end(error=raised)
         return raised
+
+    async def settle(self) -> None:
+        """The run returned: the after point of an agent whose output guardrails have passed
+        (put off by :meth:`agent_ended`)."""
+        pending, self.pending_end = self.pending_end, None
+        unit = self.agent_unit
+        if pending is None or unit is None:
+            return
+        self.agent_unit = None
+        context, output = pending
+        await unit.aafter(output=output, state=self.state(context))
 
     def finished(self, result: Any) -> Any:
         """The run returned ``result``: an agent waiting on a tool approval leaves the run
@@ -553,6 +583,33 @@ def _streamed_output_edit(unit: Unit, what: str, payload: Any) -> None:
             f"the final output of agent {unit.node!r} in a streamed run has already been "
             "streamed to the consumer; edit it in a run started with Runner.run or run_sync"
         )
+
+
+def _output_guardrail_names(agent: Any, run_config: Any) -> list[str]:
+    """Names of the output guardrails the SDK runs on ``agent``'s final output (the agent's
+    own and the run config's, as run.py adds them)."""
+    guardrails = [
+        *(getattr(agent, "output_guardrails", None) or ()),
+        *(getattr(run_config, "output_guardrails", None) or ()),
+    ]
+    names = []
+    for guardrail in guardrails:
+        get_name = getattr(guardrail, "get_name", None)
+        names.append(str(get_name()) if callable(get_name) else type(guardrail).__name__)
+    return names
+
+
+def _guarded_output_edit(guardrails: list[str]) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what == "output":
+            raise EditRefused(
+                f"the final output of agent {unit.node!r} has passed its output guardrails "
+                f"({', '.join(guardrails)}), which the SDK runs on the model's output after "
+                "every hook: an edited output would bypass them; change what the model answers "
+                "instead (the input at the llm stop)"
+            )
+
+    return check
 
 
 def _handoff_agent_edit(unit: Unit, what: str, payload: Any) -> None:

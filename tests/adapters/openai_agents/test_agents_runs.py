@@ -17,10 +17,12 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
     RunHooks,
     Runner,
     function_tool,
     input_guardrail,
+    output_guardrail,
 )
 from agents.testing import ModelStep
 from pydantic import BaseModel
@@ -416,6 +418,54 @@ def test_a_guardrail_tripwire_stops_at_the_agent(dbg: flowdbg.Debugger) -> None:
     dbg.resume()
     with pytest.raises(InputGuardrailTripwireTriggered):
         run.result(WAIT)
+
+
+def _checked_agent(seen: list[Any], answer: str) -> Agent[Any]:
+    @output_guardrail
+    async def no_secrets(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+        seen.append(output)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="secret" in output)
+
+    return oa.agent("checked", oa.answer(lambda call: answer, 2), output_guardrails=[no_secrets])
+
+
+def test_an_output_guardrail_tripwire_stops_at_the_agent(dbg: flowdbg.Debugger) -> None:
+    seen: list[Any] = []
+    agent = _checked_agent(seen, "the secret")
+    dbg.attach(agent)
+    dbg.break_on_exception()
+    run = dbg.start(lambda q: Runner.run(agent, q), "tell me")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "checked",
+        "agent",
+        "error",
+    )
+    assert isinstance(stop.exception, OutputGuardrailTripwireTriggered)
+    assert seen == ["the secret"]
+    dbg.resume()
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        run.result(WAIT)
+    assert [(s.kind, s.status) for s in run.log.steps] == [
+        ("agent", "failed"),
+        ("llm", "completed"),
+    ]
+
+
+def test_an_output_checked_by_guardrails_cannot_be_edited(dbg: flowdbg.Debugger) -> None:
+    seen: list[Any] = []
+    agent = _checked_agent(seen, "draft")
+    dbg.attach(agent)
+    dbg.break_after("checked", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "write")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.output == "draft"
+    assert seen == ["draft"]  # the stop comes after the guardrails passed
+    with pytest.raises(flowdbg.EditRefused, match=r"output guardrails \(no_secrets\)"):
+        dbg.set("", "the secret")
+    dbg.resume()
+    assert run.result(WAIT).final_output == "draft"
 
 
 def test_a_model_error_stops_at_the_model_turn(dbg: flowdbg.Debugger) -> None:

@@ -14,7 +14,15 @@ import pytest
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
 import oa_helpers as oa
-from agents import Agent, RunContextWrapper, Runner, function_tool, handoff
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    RunContextWrapper,
+    Runner,
+    function_tool,
+    handoff,
+    output_guardrail,
+)
 from pydantic import BaseModel
 
 import flowdbg
@@ -155,6 +163,14 @@ def _structured() -> tuple[Agent[Any], dict[str, Any]]:
     ), {}
 
 
+def _output_guardrail() -> tuple[Agent[Any], dict[str, Any]]:
+    @output_guardrail
+    async def short(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=len(output), tripwire_triggered=False)
+
+    return oa.agent("checked", oa.answer(lambda c: "fine", 2), output_guardrails=[short]), {}
+
+
 def _approval() -> tuple[Agent[Any], dict[str, Any]]:
     def wipe(path: str) -> str:
         return f"wiped {path}"
@@ -194,6 +210,7 @@ SCENARIOS: dict[str, Callable[[], tuple[Agent[Any], dict[str, Any]]]] = {
     "context": _context,
     "timeout": _timeout,
     "structured": _structured,
+    "output_guardrail": _output_guardrail,
     "approval": _approval,
     "max_turns_handled": _max_turns_handled,
 }

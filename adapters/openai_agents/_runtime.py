@@ -27,13 +27,16 @@ Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import functools
 import importlib
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg.errors import EditRefused
 
@@ -51,6 +54,67 @@ ACTIVE: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
     "flowdbg_openai_agents_run", default=None
 )
 _UNSET: Any = object()
+_T = TypeVar("_T")
+
+
+class HoldClock:
+    """The time the body of a timed tool call spends held at stops of runs nested in it (an
+    agent used as a tool, a tool awaiting ``Runner.run``): that time is not the tool's, as the
+    tool's own stops are not (see :func:`wrap_invoke`). Stops may come from another thread (a
+    nested ``run_sync``), hence the lock."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
+        self.holding = 0
+        self.since = 0.0
+        self.held = 0.0
+        self.wake: asyncio.Future[None] | None = None
+
+    def pause(self) -> None:
+        with self.lock:
+            if self.holding == 0:
+                self.since = time.monotonic()
+            self.holding += 1
+
+    def resume(self) -> None:
+        with self.lock:
+            self.holding -= 1
+            if self.holding == 0:
+                self.held += time.monotonic() - self.since
+            wake = self.wake
+        if wake is not None:
+            self.loop.call_soon_threadsafe(_wake, wake)
+
+    def used(self) -> tuple[float, bool]:
+        """Seconds held so far, and whether a stop holds now."""
+        with self.lock:
+            return self.held, self.holding > 0
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+#: the clocks of the timed tool calls this code runs inside (innermost last)
+CLOCKS: contextvars.ContextVar[tuple[HoldClock, ...]] = contextvars.ContextVar(
+    "flowdbg_openai_agents_clocks", default=()
+)
+
+
+async def _held(point: Awaitable[_T]) -> _T:
+    """Await a unit's point; a stop there pauses the clocks of the timed tool calls around."""
+    clocks = CLOCKS.get()
+    if not clocks:
+        return await point
+    for clock in clocks:
+        clock.pause()
+    try:
+        return await point
+    finally:
+        for clock in clocks:
+            clock.resume()
 
 
 def _json_args(text: str) -> Any:
@@ -235,7 +299,9 @@ class AgentRun:
         self.frame.calls_write_state = True
         self.last = unit
         turn_input = getattr(context, "turn_input", None)
-        await unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
+        await _held(
+            unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
+        )
 
     async def agent_ended(self, context: Any, agent: Any, output: Any) -> Any:
         unit = self.agent_unit
@@ -260,7 +326,7 @@ class AgentRun:
         self.agent_unit = None
         if self.streamed:
             unit.check_edit = _streamed_output_edit
-        edited = await unit.aafter(output=output, state=self.state(context))
+        edited = await _held(unit.aafter(output=output, state=self.state(context)))
         if edited is not output:
             # the edit was checked against the output type (_agent_edit): the caller gets an
             # object of that type, as the SDK would have made it from the model's JSON
@@ -282,7 +348,7 @@ class AgentRun:
         self.llm_unit = unit
         self.last = unit
         payload = {"turn": self.turn, "instructions": instructions, "input": list(items)}
-        edited = await unit.abefore(state=self.state(context), input=payload)
+        edited = await _held(unit.abefore(state=self.state(context), input=payload))
         if edited is not payload and isinstance(items, list):
             # on_llm_start gets the very list the model is called with (run_loop.py,
             # get_new_response: filtered.input): replacing its contents is what the model sees
@@ -300,7 +366,9 @@ class AgentRun:
         unit, self.llm_unit = self.llm_unit, None
         if unit is not None:
             usage = getattr(response, "usage", None)
-            await unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
+            await _held(
+                unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
+            )
 
     # ------------------------------------------------------------------ handoffs
 
@@ -315,13 +383,15 @@ class AgentRun:
         unit = frame.unit(target, kind="handoff", cause=self._follows(), check_edit=_handoff_edit)
         self.last = unit
         value = {"to": target, "payload": payload}
-        await unit.abefore(state=self.state(context), input=value)
-        await unit.aafter(output=value, state=self.state(context), decision=target)
+        await _held(unit.abefore(state=self.state(context), input=value))
+        await _held(unit.aafter(output=value, state=self.state(context), decision=target))
         agent_unit, self.agent_unit = self.agent_unit, None
         if agent_unit is not None:
             agent_unit.check_edit = _handoff_agent_edit
-            await agent_unit.aafter(
-                output={"handoff": target}, state=self.state(context), decision=target
+            await _held(
+                agent_unit.aafter(
+                    output={"handoff": target}, state=self.state(context), decision=target
+                )
             )
 
     # ------------------------------------------------------------------ tools
@@ -342,7 +412,7 @@ class AgentRun:
         )
         self.tool_units.append(unit)
         value = _json_args(args)
-        edited = await unit.abefore(state=self.state(ctx), input=value)
+        edited = await _held(unit.abefore(state=self.state(ctx), input=value))
         if edited is not value:
             args = json.dumps(edited)
             call = getattr(ctx, "tool_call", None)
@@ -353,7 +423,7 @@ class AgentRun:
             result = await invoke(ctx, args)
         except Exception as exc:
             self.reported.add(id(exc))
-            await unit.aerror(exc, state=self.state(ctx))
+            await _held(unit.aerror(exc, state=self.state(ctx)))
             raise
         except BaseException as exc:  # flowdbg.Terminated, a cancellation
             raised = unit.discard(exc)
@@ -365,9 +435,9 @@ class AgentRun:
             # the SDK turned the exception into a message for the model: the error point shows
             # the exception itself, and the run goes on with the message, as it would
             self.reported.add(id(error))
-            await unit.aerror(error, state=self.state(ctx))
+            await _held(unit.aerror(error, state=self.state(ctx)))
             return result
-        return await unit.aafter(output=result, state=self.state(ctx))
+        return await _held(unit.aafter(output=result, state=self.state(ctx)))
 
     # ------------------------------------------------------------------ the end
 
@@ -385,12 +455,12 @@ class AgentRun:
                         llm.discard(exc)
                     else:
                         seen = True
-                        await llm.aerror(exc, state=self.state())
+                        await _held(llm.aerror(exc, state=self.state()))
                 if agent is not None:
                     if seen:
                         agent.discard(exc)
                     else:
-                        await agent.aerror(exc, state=self.state())
+                        await _held(agent.aerror(exc, state=self.state()))
             except BaseException as other:  # terminated at the error stop
                 raised = self.scope.converted(other)
                 self.scope.end(error=raised)
@@ -411,7 +481,7 @@ class AgentRun:
             return
         self.agent_unit = None
         context, output = pending
-        await unit.aafter(output=output, state=self.state(context))
+        await _held(unit.aafter(output=output, state=self.state(context)))
 
     def finished(self, result: Any) -> Any:
         """The run returned ``result``: an agent waiting on a tool approval leaves the run
@@ -680,10 +750,9 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
     async def invoke(ctx: Any, args: str) -> Any:
         run = ACTIVE.get()
         if timed is not None:
-            from agents.tool import invoke_function_tool
 
             def call(c: Any, a: str) -> Any:
-                return invoke_function_tool(function_tool=timed, context=c, arguments=a)
+                return _timed_call(timed, original, c, a)
         else:
             call = original
         if run is None or run.scope.released:
@@ -695,6 +764,81 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
     functools.update_wrapper(invoke, original, assigned=("__doc__",), updated=())
     invoke.__wrapped__ = original  # type: ignore[attr-defined]
     return invoke
+
+
+async def _timed_call(timed: Any, original: Callable[..., Any], ctx: Any, args: str) -> Any:
+    """Run a tool's body under the SDK's own timeout (``invoke_function_tool`` on ``timed``, a
+    copy of the tool keeping its ``timeout_seconds``), less the time stops of runs nested in the
+    body held it.
+
+    The SDK times the body with ``asyncio.wait_for(task, timeout_seconds)``
+    (tool.py, ``_invoke_function_tool_with_metadata``), which cannot be paused: at its end it
+    cancels the task and, if the task still returns a value, returns it (3.11's ``wait_for``
+    returns ``fut.result()`` after cancelling; 3.12's ``timeout()`` raises only when the
+    awaited task raised the cancellation). So the body runs in a task of its own, under a
+    stand-in the SDK times: when the SDK's time runs out after nested stops held the body, the
+    stand-in waits on for the time they held, then returns the body's value, or cancels the
+    body and lets the cancellation through, upon which the SDK makes its own timeout outcome
+    (message, ``timeout_error_function`` or ``ToolTimeoutError``). A cancellation that comes
+    before the tool's time is up, or when nothing was held, goes through at once.
+    """
+    from agents import tool as sdk_tool
+
+    limit = float(timed.timeout_seconds)
+    clock = HoldClock(asyncio.get_running_loop())
+    start = time.monotonic()
+    # the context the SDK would give the body of ``timed`` (its invoker's signature decides:
+    # tool.py, _get_function_tool_invoke_context); the stand-in takes any and passes this one
+    choose = getattr(sdk_tool, "_get_function_tool_invoke_context", None)
+    body_ctx = choose(timed, ctx) if callable(choose) else ctx
+
+    async def stand_in(ctx: Any, args: str) -> Any:
+        token = CLOCKS.set((*CLOCKS.get(), clock))
+        try:
+            body = asyncio.ensure_future(original(body_ctx, args))
+        finally:
+            CLOCKS.reset(token)
+        return await _outlast(body, clock, start, limit)
+
+    clocked = dataclasses.replace(timed, on_invoke_tool=stand_in)
+    return await sdk_tool.invoke_function_tool(function_tool=clocked, context=ctx, arguments=args)
+
+
+async def _outlast(body: asyncio.Future[Any], clock: HoldClock, start: float, limit: float) -> Any:
+    """``body``'s value; see :func:`_timed_call` for the SDK's timeout cancelling this."""
+    try:
+        await asyncio.wait({body})
+    except asyncio.CancelledError:
+        held, holding = clock.used()
+        if not (held or holding) or time.monotonic() - start < limit:
+            body.cancel()
+            await asyncio.wait({body})
+            raise
+        task = asyncio.current_task()
+        uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+        if uncancel is not None:
+            uncancel()
+        try:
+            while not body.done():
+                loop = asyncio.get_running_loop()
+                wake: asyncio.Future[None] = loop.create_future()
+                clock.wake = wake
+                held, holding = clock.used()
+                wait: float | None = None
+                if not holding:
+                    wait = start + limit + held - time.monotonic()
+                    if wait <= 0:
+                        break
+                await asyncio.wait({body, wake}, timeout=wait, return_when="FIRST_COMPLETED")
+        except asyncio.CancelledError:  # cancelled again: not by the SDK's timeout
+            pass
+        finally:
+            clock.wake = None
+        if not body.done():
+            body.cancel()
+            await asyncio.wait({body})
+            raise asyncio.CancelledError from None
+    return body.result()
 
 
 def compose_run_config(run_config: Any, run: AgentRun) -> Any:

@@ -227,6 +227,70 @@ def test_a_stop_does_not_count_against_the_tool_timeout(dbg: flowdbg.Debugger) -
     assert tool.timeout_seconds == 0.5  # restored
 
 
+def _asking(inner: Agent[Any], how: str, timeout: float, then: Any = None) -> Agent[Any]:
+    """An agent whose model calls a tool with ``timeout`` that runs ``inner``: a function tool
+    awaiting ``Runner.run`` (then awaiting ``then`` when given), or ``inner.as_tool``."""
+    if how == "function":
+
+        @function_tool(timeout=timeout)
+        async def ask(input: str) -> str:
+            """Ask the inner agent."""
+            result = await Runner.run(inner, input)
+            if then is not None:
+                await then()
+            return str(result.final_output)
+
+        tool = ask
+    else:
+        tool = inner.as_tool(tool_name="ask", tool_description="Ask the inner agent.")
+        tool.timeout_seconds = timeout  # as_tool takes no timeout: set on the FunctionTool
+    return oa.agent(
+        "outer",
+        [oa.calls(("ask", {"input": "q"}, "call-1")), *oa.answer(lambda c: oa.outputs(c)[-1])],
+        tools=[tool],
+    )
+
+
+@pytest.mark.parametrize("how", ["function", "as_tool"])
+def test_a_stop_in_a_nested_run_does_not_count_against_the_tool_timeout(
+    dbg: flowdbg.Debugger, how: str
+) -> None:
+    inner = oa.agent("inner", oa.answer(lambda call: "inner says hi", 2))
+    outer = _asking(inner, how, 0.5)
+    dbg.attach(outer)
+    dbg.attach(inner)
+    dbg.break_before("inner", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(outer, q), "go")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.path == ("outer", "ask")
+    # held for longer than the tool's timeout: wait on something that never comes
+    assert not threading.Event().wait(1.0)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "inner says hi"
+    (tool,) = outer.tools
+    dbg.detach()
+    assert tool.timeout_seconds == 0.5
+
+
+def test_a_tool_held_in_a_nested_run_still_times_out_on_its_own_time(
+    dbg: flowdbg.Debugger,
+) -> None:
+    inner = oa.agent("inner", oa.answer(lambda call: "inner says hi", 2))
+
+    async def hang() -> None:
+        await asyncio.Event().wait()  # never set: only the timeout ends the call
+
+    outer = _asking(inner, "function", 0.3, then=hang)
+    dbg.attach(outer)
+    dbg.attach(inner)
+    dbg.break_before("inner", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(outer, q), "go")
+    assert dbg.wait_for_stop(WAIT) is not None
+    assert not threading.Event().wait(0.5)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "Tool 'ask' timed out after 0.3 seconds."
+
+
 def test_parallel_tool_calls_stop_independently(dbg: flowdbg.Debugger) -> None:
     effects: list[str] = []
 

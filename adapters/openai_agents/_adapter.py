@@ -254,10 +254,11 @@ def _make_run(original: Any) -> Any:
             return await original(self, starting_agent, input, **kwargs)
         debugger, target, attached = found
         agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=False)
-        tools = _wrap_run_tools(starting_agent, attached)
+        tools: list[_Tool] = []
         token = ACTIVE.set(agent_run)
         try:
             try:
+                tools = _wrap_run_tools(starting_agent, attached)
                 result = await original(self, starting_agent, input, **kwargs)
                 await agent_run.settle()
             except BaseException as exc:
@@ -284,10 +285,11 @@ def _make_run_streamed(original: Any) -> Any:
             return original(self, starting_agent, input, **kwargs)
         debugger, target, attached = found
         agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=True)
-        tools = _wrap_run_tools(starting_agent, attached)
+        tools: list[_Tool] = []
         # the SDK starts the run loop as a task inside run_streamed: it copies this context
         token = ACTIVE.set(agent_run)
         try:
+            tools = _wrap_run_tools(starting_agent, attached)
             result = original(self, starting_agent, input, **kwargs)
         except BaseException as exc:
             _unwrap_run_tools(tools)

@@ -868,6 +868,54 @@ def test_a_streamed_run_past_max_turns_is_recorded_failed(dbg: flowdbg.Debugger)
     assert [(s.kind, s.status) for s in log.steps if s.kind == "agent"] == [("agent", "failed")]
 
 
+def _failing_tool() -> Agent[Any]:
+    @function_tool(failure_error_function=None)  # the SDK raises instead of telling the model
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise PermissionError(f"card declined for {amount}")
+
+    return oa.agent(
+        "payer",
+        [oa.calls(("charge", {"amount": 5}, "c1")), *oa.answer(lambda c: "?")],
+        tools=[charge],
+    )
+
+
+def _tripping_output() -> Agent[Any]:
+    return _checked_agent([], "the secret")
+
+
+def _tripping_input() -> Agent[Any]:
+    @input_guardrail
+    async def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    return oa.agent("guarded", oa.answer(lambda call: "ok", 2), input_guardrails=[no_secrets])
+
+
+@pytest.mark.parametrize(
+    ("build", "error"),
+    [
+        (_failing_tool, "UserError"),
+        (_tripping_output, "OutputGuardrailTripwireTriggered"),
+        (_tripping_input, "InputGuardrailTripwireTriggered"),
+    ],
+    ids=["tool_error", "output_guardrail", "input_guardrail"],
+)
+def test_a_failed_streamed_run_is_recorded_with_the_consumers_error(
+    dbg: flowdbg.Debugger, build: Any, error: str
+) -> None:
+    bare = _consume_streamed(build())
+    assert bare[1].startswith(f"{error}: ")
+    agent = build()
+    dbg.attach(agent)
+    assert _consume_streamed(agent) == bare
+    (log,) = dbg.runs
+    assert log.run.status == "failed"
+    assert log.run.error is not None
+    assert f"{log.run.error.type}: {log.run.error.message}" == bare[1]
+
+
 # ---------------------------------------------------------------------------- install
 
 

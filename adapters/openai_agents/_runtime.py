@@ -526,8 +526,9 @@ def streamed_error(result: Any) -> BaseException | None:
     cancelled). ``_check_errors`` is not called here: it drains the guardrail queue and stores
     its exception on the result, which would change what the consumer gets. The same tests
     are made on what it reads, in its order (each later finding replaces the one before, as
-    there). The consumer's ``MaxTurnsExceeded`` and tripwire exception are objects of its own;
-    the run records equal ones.
+    there). When the consumer has not made its ``MaxTurnsExceeded`` or tripwire exception yet,
+    the run records an equal one of its own; once it has, ``_stored_exception`` holds it (and
+    ``_max_turns_handled`` is set), and the run records that very object.
     """
     if result is None:
         return None
@@ -544,7 +545,7 @@ def streamed_error(result: Any) -> BaseException | None:
     ):
         found = MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
     tool_error_selected = getattr(result, "_tool_error_selected", False)
-    if not tool_error_selected:
+    if not tool_error_selected and not isinstance(found, InputGuardrailTripwireTriggered):
         # the queue holds what input_guardrail_results holds (guardrails.py,
         # run_input_guardrails_with_queue publishes each result to both)
         for guardrail in getattr(result, "input_guardrail_results", None) or ():

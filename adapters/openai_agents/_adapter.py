@@ -11,6 +11,9 @@ Runs start from the SDK's static entry points (``Runner.run(agent, ...)``, ``run
 - it wraps ``on_invoke_tool`` of the local function tools of the agent, of the agents it hands
   off to and of the agents it uses as tools (``Agent.as_tool``), so that their calls are units.
 
+``Debugger.install`` patches the runner only: a run it debugs wraps the tools of the agents it
+reaches when it starts, and puts them back when it ends.
+
 Detach puts every wrapped attribute back and lets go of the patches.
 """
 
@@ -149,20 +152,48 @@ def _unwrap_tool(held: _Tool) -> None:
         )
 
 
-def _lookup(agent: Any) -> tuple[Debugger, Any] | None:
-    """The debugger a run starting at ``agent`` reports to, and the attached target it runs."""
+def _lookup(agent: Any) -> tuple[Debugger, Any, bool] | None:
+    """The debugger a run starting at ``agent`` reports to, the attached target it runs, and
+    whether the agent is attached (its tools are wrapped already; otherwise the run wraps
+    them for its own duration, see :func:`_wrap_run_tools`)."""
     from flowdbg.adapters.openai_agents._runtime import ACTIVE
 
     attached = _REACHED.get(id(agent))
     if attached:
-        return attached[0].debugger, attached[0].agent
+        return attached[0].debugger, attached[0].agent, True
     active = ACTIVE.get()
     if active is not None and not active.scope.released:
         # an agent built on the fly and run inside a debugged run (a tool running an agent)
-        return active.debugger, active.scope.target
+        return active.debugger, active.scope.target, False
     for debugger, _ in _INSTALLED.values():
-        return debugger, None
+        return debugger, None, False
     return None
+
+
+def _wrap_run_tools(agent: Any, attached: bool) -> list[_Tool]:
+    """Wrap the function tools of the agents a run of an agent that is not attached reaches
+    (an installed debugger's run, or a run nested in a debugged one): the agents are only
+    known when the run starts. Shared with attachments and concurrent runs through the
+    tools' counts; :func:`_unwrap_run_tools` lets go when the run ends (after an uninstall
+    too, so that a run going on keeps its tool units to its end)."""
+    if attached:
+        return []
+    from agents import FunctionTool
+
+    with LOCK:
+        return [
+            _wrap_tool(tool)
+            for reached in reached_agents(agent)
+            for tool in getattr(reached, "tools", None) or ()
+            if isinstance(tool, FunctionTool)
+        ]
+
+
+def _unwrap_run_tools(held: list[_Tool]) -> None:
+    if held:
+        with LOCK:
+            for tool in held:
+                _unwrap_tool(tool)
 
 
 def _thread_loop() -> asyncio.AbstractEventLoop | None:
@@ -221,12 +252,15 @@ def _make_run(original: Any) -> Any:
         found = _lookup(starting_agent)
         if found is None:
             return await original(self, starting_agent, input, **kwargs)
-        debugger, target = found
+        debugger, target, attached = found
         agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=False)
+        tools: list[_Tool] = []
         token = ACTIVE.set(agent_run)
         try:
             try:
+                tools = _wrap_run_tools(starting_agent, attached)
                 result = await original(self, starting_agent, input, **kwargs)
+                await agent_run.settle()
             except BaseException as exc:
                 raised = await agent_run.failed(exc)
                 if raised is exc:
@@ -235,6 +269,7 @@ def _make_run(original: Any) -> Any:
             return agent_run.finished(result)
         finally:
             ACTIVE.reset(token)
+            _unwrap_run_tools(tools)
 
     run.__wrapped__ = original  # type: ignore[attr-defined]
     return run
@@ -248,23 +283,28 @@ def _make_run_streamed(original: Any) -> Any:
         found = _lookup(starting_agent)
         if found is None:
             return original(self, starting_agent, input, **kwargs)
-        debugger, target = found
+        debugger, target, attached = found
         agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=True)
+        tools: list[_Tool] = []
         # the SDK starts the run loop as a task inside run_streamed: it copies this context
         token = ACTIVE.set(agent_run)
         try:
+            tools = _wrap_run_tools(starting_agent, attached)
             result = original(self, starting_agent, input, **kwargs)
         except BaseException as exc:
+            _unwrap_run_tools(tools)
             agent_run.abandoned(exc, None)
             raise
         finally:
             ACTIVE.reset(token)
         task = getattr(result, "run_loop_task", None)
         if task is None:  # an SDK without the public task: the run ends with the stream
+            _unwrap_run_tools(tools)
             agent_run.scope.end()
             return result
 
         def done(task: asyncio.Task[Any]) -> None:
+            _unwrap_run_tools(tools)
             exc = None if task.cancelled() else task.exception()
             if task.cancelled():
                 exc = asyncio.CancelledError()

@@ -27,12 +27,16 @@ Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import dataclasses
 import functools
+import importlib
 import json
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg.errors import EditRefused
 
@@ -50,6 +54,67 @@ ACTIVE: contextvars.ContextVar[AgentRun | None] = contextvars.ContextVar(
     "flowdbg_openai_agents_run", default=None
 )
 _UNSET: Any = object()
+_T = TypeVar("_T")
+
+
+class HoldClock:
+    """The time the body of a timed tool call spends held at stops of runs nested in it (an
+    agent used as a tool, a tool awaiting ``Runner.run``): that time is not the tool's, as the
+    tool's own stops are not (see :func:`wrap_invoke`). Stops may come from another thread (a
+    nested ``run_sync``), hence the lock."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
+        self.holding = 0
+        self.since = 0.0
+        self.held = 0.0
+        self.wake: asyncio.Future[None] | None = None
+
+    def pause(self) -> None:
+        with self.lock:
+            if self.holding == 0:
+                self.since = time.monotonic()
+            self.holding += 1
+
+    def resume(self) -> None:
+        with self.lock:
+            self.holding -= 1
+            if self.holding == 0:
+                self.held += time.monotonic() - self.since
+            wake = self.wake
+        if wake is not None:
+            self.loop.call_soon_threadsafe(_wake, wake)
+
+    def used(self) -> tuple[float, bool]:
+        """Seconds held so far, and whether a stop holds now."""
+        with self.lock:
+            return self.held, self.holding > 0
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+#: the clocks of the timed tool calls this code runs inside (innermost last)
+CLOCKS: contextvars.ContextVar[tuple[HoldClock, ...]] = contextvars.ContextVar(
+    "flowdbg_openai_agents_clocks", default=()
+)
+
+
+async def _held(point: Awaitable[_T]) -> _T:
+    """Await a unit's point; a stop there pauses the clocks of the timed tool calls around."""
+    clocks = CLOCKS.get()
+    if not clocks:
+        return await point
+    for clock in clocks:
+        clock.pause()
+    try:
+        return await point
+    finally:
+        for clock in clocks:
+            clock.resume()
 
 
 def _json_args(text: str) -> Any:
@@ -63,7 +128,16 @@ def _json_args(text: str) -> Any:
 
 
 def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | None:
-    """Why ``args`` do not fit a tool's parameter schema (top level only), or ``None``."""
+    """Why ``args`` do not fit a tool's parameter schema, or ``None``: the top level first
+    (unknown, missing and mistyped arguments, named plainly), then the whole schema.
+
+    The SDK checks a function tool's arguments with the pydantic model of its parameters, kept
+    in a closure of ``function_tool`` (tool.py, ``_prepare_arguments``) and out of flowdbg's
+    reach; a failure there is a ``ModelBehaviorError`` of the tool call. The tool's
+    ``params_json_schema`` is that model's JSON schema (nested models under ``$defs``), the one
+    the model is held to, so an edit is checked against it with ``jsonschema`` (a dependency
+    of the SDK, through ``mcp``, and of the openai-agents extra).
+    """
     if not isinstance(args, Mapping):
         return f"tool {tool!r} takes a JSON object of arguments, not {type(args).__name__}"
     props = schema.get("properties") or {}
@@ -92,7 +166,25 @@ def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | No
             )
             if not ok:
                 return f"tool {tool!r} argument {key!r} must be of JSON type {want!r}"
-    return None
+    return _nested_problem(schema, args, tool)
+
+
+def _nested_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | None:
+    # (imported by name: jsonschema has no type stubs, and flowdbg does not need them)
+    jsonschema = importlib.import_module("jsonschema")
+    validator_class = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    try:
+        error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(args))
+    except jsonschema.exceptions.SchemaError:
+        # a hand-written FunctionTool's schema jsonschema cannot read: the top-level checks
+        # above are all that can be said, and the SDK's own check still comes
+        return None
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    if not where:
+        return f"tool {tool!r} refuses these arguments: {error.message}"
+    return f"tool {tool!r} argument {where!r}: {error.message}"
 
 
 def _model_name(agent: Any, run_config: Any) -> str:
@@ -158,6 +250,9 @@ class AgentRun:
         #: ids of exceptions an error point has shown already
         self.reported: set[int] = set()
         self.final_output: Any = _UNSET
+        #: (context, final output) of an agent whose after point waits for its output
+        #: guardrails (see agent_ended)
+        self.pending_end: tuple[Any, Any] | None = None
         #: the run's context wrapper, as a hook last gave it (an error point has none)
         self.context: Any = None
 
@@ -194,7 +289,9 @@ class AgentRun:
         if self.agent_unit is not None:  # an activation the SDK left without a hook
             self.agent_unit.discard()
         self.agent_name = agent.name
-        unit = self.scope.unit(agent.name, kind="agent", cause=self.last, check_edit=_agent_edit)
+        unit = self.scope.unit(
+            agent.name, kind="agent", cause=self.last, check_edit=_agent_edit(agent)
+        )
         self.agent_unit = unit
         self.frame = unit.frame()
         # a tool writes the run context itself (and a handoff's callback, a hook may too): the
@@ -202,17 +299,38 @@ class AgentRun:
         self.frame.calls_write_state = True
         self.last = unit
         turn_input = getattr(context, "turn_input", None)
-        await unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
+        await _held(
+            unit.abefore(state=self.state(context), input={"input": list(turn_input or ())})
+        )
 
     async def agent_ended(self, context: Any, agent: Any, output: Any) -> Any:
         unit = self.agent_unit
         if unit is None:
             return output
+        guardrails = _output_guardrail_names(agent, self.run_config)
+        if guardrails and not self.streamed:
+            # The SDK calls on_agent_end with the final output, then checks it with the output
+            # guardrails (run.py, AgentRunner.run: run_output_guardrails on
+            # turn_result.next_step.output, made before this hook from the same value, so what
+            # a hook returns never reaches them) and raises OutputGuardrailTripwireTriggered
+            # when one trips. The agent's after point is put off until the run has returned
+            # (settle): a tripwire then ends the agent at an error point, like max turns, and
+            # the after stop shows an output the guardrails let through. Its edit is refused:
+            # it would bypass them. A streamed run's end is seen in a done callback of its task,
+            # which cannot hold, and the SDK has no hook after the guardrails
+            # (run_loop.py, _finalize_streamed_final_output): there the after point stays
+            # here, before them, and a tripwire fails the run only.
+            self.pending_end = (context, output)
+            unit.check_edit = _guarded_output_edit(guardrails)
+            return output
         self.agent_unit = None
         if self.streamed:
             unit.check_edit = _streamed_output_edit
-        edited = await unit.aafter(output=output, state=self.state(context))
+        edited = await _held(unit.aafter(output=output, state=self.state(context)))
         if edited is not output:
+            # the edit was checked against the output type (_agent_edit): the caller gets an
+            # object of that type, as the SDK would have made it from the model's JSON
+            edited = final_output_of(agent, edited)
             self.final_output = edited
         return edited
 
@@ -230,7 +348,7 @@ class AgentRun:
         self.llm_unit = unit
         self.last = unit
         payload = {"turn": self.turn, "instructions": instructions, "input": list(items)}
-        edited = await unit.abefore(state=self.state(context), input=payload)
+        edited = await _held(unit.abefore(state=self.state(context), input=payload))
         if edited is not payload and isinstance(items, list):
             # on_llm_start gets the very list the model is called with (run_loop.py,
             # get_new_response: filtered.input): replacing its contents is what the model sees
@@ -248,7 +366,9 @@ class AgentRun:
         unit, self.llm_unit = self.llm_unit, None
         if unit is not None:
             usage = getattr(response, "usage", None)
-            await unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
+            await _held(
+                unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
+            )
 
     # ------------------------------------------------------------------ handoffs
 
@@ -263,13 +383,15 @@ class AgentRun:
         unit = frame.unit(target, kind="handoff", cause=self._follows(), check_edit=_handoff_edit)
         self.last = unit
         value = {"to": target, "payload": payload}
-        await unit.abefore(state=self.state(context), input=value)
-        await unit.aafter(output=value, state=self.state(context), decision=target)
+        await _held(unit.abefore(state=self.state(context), input=value))
+        await _held(unit.aafter(output=value, state=self.state(context), decision=target))
         agent_unit, self.agent_unit = self.agent_unit, None
         if agent_unit is not None:
             agent_unit.check_edit = _handoff_agent_edit
-            await agent_unit.aafter(
-                output={"handoff": target}, state=self.state(context), decision=target
+            await _held(
+                agent_unit.aafter(
+                    output={"handoff": target}, state=self.state(context), decision=target
+                )
             )
 
     # ------------------------------------------------------------------ tools
@@ -290,7 +412,7 @@ class AgentRun:
         )
         self.tool_units.append(unit)
         value = _json_args(args)
-        edited = await unit.abefore(state=self.state(ctx), input=value)
+        edited = await _held(unit.abefore(state=self.state(ctx), input=value))
         if edited is not value:
             args = json.dumps(edited)
             call = getattr(ctx, "tool_call", None)
@@ -301,7 +423,7 @@ class AgentRun:
             result = await invoke(ctx, args)
         except Exception as exc:
             self.reported.add(id(exc))
-            await unit.aerror(exc, state=self.state(ctx))
+            await _held(unit.aerror(exc, state=self.state(ctx)))
             raise
         except BaseException as exc:  # flowdbg.Terminated, a cancellation
             raised = unit.discard(exc)
@@ -313,9 +435,9 @@ class AgentRun:
             # the SDK turned the exception into a message for the model: the error point shows
             # the exception itself, and the run goes on with the message, as it would
             self.reported.add(id(error))
-            await unit.aerror(error, state=self.state(ctx))
+            await _held(unit.aerror(error, state=self.state(ctx)))
             return result
-        return await unit.aafter(output=result, state=self.state(ctx))
+        return await _held(unit.aafter(output=result, state=self.state(ctx)))
 
     # ------------------------------------------------------------------ the end
 
@@ -333,12 +455,12 @@ class AgentRun:
                         llm.discard(exc)
                     else:
                         seen = True
-                        await llm.aerror(exc, state=self.state())
+                        await _held(llm.aerror(exc, state=self.state()))
                 if agent is not None:
                     if seen:
                         agent.discard(exc)
                     else:
-                        await agent.aerror(exc, state=self.state())
+                        await _held(agent.aerror(exc, state=self.state()))
             except BaseException as other:  # terminated at the error stop
                 raised = self.scope.converted(other)
                 self.scope.end(error=raised)
@@ -349,6 +471,17 @@ class AgentRun:
                     unit.discard(raised)
         self.scope.end(error=raised)
         return raised
+
+    async def settle(self) -> None:
+        """The run returned: the after point of an agent whose output guardrails have passed
+        (put off by :meth:`agent_ended`)."""
+        pending, self.pending_end = self.pending_end, None
+        unit = self.agent_unit
+        if pending is None or unit is None:
+            return
+        self.agent_unit = None
+        context, output = pending
+        await _held(unit.aafter(output=output, state=self.state(context)))
 
     def finished(self, result: Any) -> Any:
         """The run returned ``result``: an agent waiting on a tool approval leaves the run
@@ -363,7 +496,12 @@ class AgentRun:
         return result
 
     def abandoned(self, exc: BaseException | None, result: Any) -> None:
-        """A streamed run's task ended (the consumer may never have read the stream)."""
+        """A streamed run's task ended (the consumer may never have read the stream): the run
+        fails with what the consumer's ``stream_events()`` raises, which is not always the
+        task's own exception (see :func:`streamed_error`)."""
+        consumer = streamed_error(result)
+        if consumer is not None:
+            exc = consumer
         if exc is not None:
             raised = self.scope.converted(exc)
             for unit in (self.llm_unit, self.agent_unit):
@@ -374,16 +512,140 @@ class AgentRun:
             self.finished(result)
 
 
+def streamed_error(result: Any) -> BaseException | None:
+    """The exception the consumer of a streamed run whose task has ended gets from
+    ``stream_events()``, or ``None`` when it gets none other than the task's own.
+
+    In a streamed run the SDK's run-loop task can end normally and still fail the run for its
+    consumer: ``RunResultStreaming.stream_events`` calls ``_check_errors`` (result.py), which
+    raises a ``MaxTurnsExceeded`` it makes itself when ``current_turn`` passed ``max_turns``
+    unhandled (start_streaming only puts the end sentinel on the queue and breaks), an
+    ``InputGuardrailTripwireTriggered`` for a tripping result it takes off the input guardrail
+    queue, the input guardrail task's own exception, or ``_stored_exception``, which the run loop
+    sets instead of raising (a cancelled session write, a tool failure whose task was
+    cancelled). ``_check_errors`` is not called here: it drains the guardrail queue and stores
+    its exception on the result, which would change what the consumer gets. The same tests
+    are made on what it reads, in its order (each later finding replaces the one before, as
+    there). When the consumer has not made its ``MaxTurnsExceeded`` or tripwire exception yet,
+    the run records an equal one of its own; once it has, ``_stored_exception`` holds it (and
+    ``_max_turns_handled`` is set), and the run records that very object.
+    """
+    if result is None:
+        return None
+    from agents.exceptions import InputGuardrailTripwireTriggered, MaxTurnsExceeded
+
+    found: BaseException | None = getattr(result, "_stored_exception", None)
+    max_turns = getattr(result, "max_turns", None)
+    turn = getattr(result, "current_turn", 0)
+    if (
+        isinstance(max_turns, int)
+        and isinstance(turn, int)
+        and turn > max_turns
+        and not getattr(result, "_max_turns_handled", False)
+    ):
+        found = MaxTurnsExceeded(f"Max turns ({max_turns}) exceeded")
+    tool_error_selected = getattr(result, "_tool_error_selected", False)
+    if not tool_error_selected and not isinstance(found, InputGuardrailTripwireTriggered):
+        # the queue holds what input_guardrail_results holds (guardrails.py,
+        # run_input_guardrails_with_queue publishes each result to both)
+        for guardrail in getattr(result, "input_guardrail_results", None) or ():
+            if guardrail.output.tripwire_triggered:
+                found = InputGuardrailTripwireTriggered(guardrail)
+                break
+    task = getattr(result, "run_loop_task", None)
+    if task is not None and task.done() and not task.cancelled():
+        found = task.exception() or found
+    guard = getattr(result, "_input_guardrails_task", None)
+    if not tool_error_selected and guard is not None and guard.done() and not guard.cancelled():
+        guard_exc = guard.exception()
+        if isinstance(guard_exc, Exception):
+            found = guard_exc
+    return found
+
+
 # ---------------------------------------------------------------------- edit rules
 
 
-def _agent_edit(unit: Unit, what: str, payload: Any) -> None:
-    if what == "input":
+def _agent_edit(agent: Any) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what == "input":
+            raise EditRefused(
+                f"agent {unit.node!r} receives the conversation the SDK built, which a hook "
+                "cannot replace; edit the model input at its llm stop instead "
+                "(dbg.break_before('*', kind='llm'))"
+            )
+        final_output_of(agent, payload)
+
+    return check
+
+
+def _validation_details(exc: BaseException) -> str:
+    errors = getattr(exc, "errors", None)
+    try:
+        listed = errors() if callable(errors) else []
+    except Exception:  # an error whose errors() needs arguments: its text says enough
+        listed = []
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(whole value)'}: {e.get('msg')}"
+        for e in listed
+    )
+    return details or str(exc)
+
+
+def final_output_of(agent: Any, payload: Any) -> Any:
+    """``payload`` as the final output of ``agent``: what the SDK makes of a model answer that
+    is ``payload`` as JSON, checked against the agent's ``output_type``.
+
+    The SDK takes a final output through the agent's output schema
+    (turn_preparation.get_output_schema: none for ``str`` or no output type, the agent's own
+    ``AgentOutputSchemaBase``, else ``AgentOutputSchema(output_type)``), whose
+    ``validate_json`` validates the model's text with a pydantic ``TypeAdapter``, strict when the
+    schema is (agent_output.py, util/_json.py). For an ``AgentOutputSchema`` the same
+    validation is made here with a ``TypeAdapter`` of the output type itself (its
+    ``validate_json`` would also mark the current trace span as failed for a refused edit);
+    a schema of the user's own is asked through its ``validate_json``.
+
+    :raises EditRefused: the payload is not a value of the output type, with the reason.
+    """
+    from agents import AgentOutputSchema, AgentOutputSchemaBase
+    from pydantic import TypeAdapter
+    from pydantic_core import to_json
+
+    output_type = getattr(agent, "output_type", None)
+    if output_type is None or output_type is str:
+        if not isinstance(payload, str):
+            raise EditRefused(
+                f"agent {agent.name!r} answers in plain text (it has no output_type): its final "
+                f"output must be a string, not {type(payload).__name__}"
+            )
+        return payload
+    try:
+        text = to_json(payload).decode()
+    except Exception as exc:
         raise EditRefused(
-            f"agent {unit.node!r} receives the conversation the SDK built, which a hook cannot "
-            "replace; edit the model input at its llm stop instead (dbg.break_before('*', "
-            "kind='llm'))"
-        )
+            f"the final output of agent {agent.name!r} must be JSON data of its output type: {exc}"
+        ) from exc
+    if isinstance(output_type, AgentOutputSchemaBase) and not isinstance(
+        output_type, AgentOutputSchema
+    ):
+        try:
+            return output_type.validate_json(text)
+        except Exception as exc:
+            raise EditRefused(
+                f"the output schema {output_type.name()} of agent {agent.name!r} refuses the "
+                f"edit: {exc}"
+            ) from exc
+    schema = output_type if isinstance(output_type, AgentOutputSchema) else None
+    wanted = schema.output_type if schema is not None else output_type
+    strict = schema.is_strict_json_schema() if schema is not None else True
+    try:
+        return TypeAdapter(wanted).validate_json(text, strict=True if strict else None)
+    except Exception as exc:
+        name = getattr(wanted, "__name__", None) or str(wanted)
+        raise EditRefused(
+            f"the final output of agent {agent.name!r} must be a {name} (its output_type), "
+            f"which refuses the edit: {_validation_details(exc)}"
+        ) from exc
 
 
 def _streamed_output_edit(unit: Unit, what: str, payload: Any) -> None:
@@ -392,6 +654,33 @@ def _streamed_output_edit(unit: Unit, what: str, payload: Any) -> None:
             f"the final output of agent {unit.node!r} in a streamed run has already been "
             "streamed to the consumer; edit it in a run started with Runner.run or run_sync"
         )
+
+
+def _output_guardrail_names(agent: Any, run_config: Any) -> list[str]:
+    """Names of the output guardrails the SDK runs on ``agent``'s final output (the agent's
+    own and the run config's, as run.py adds them)."""
+    guardrails = [
+        *(getattr(agent, "output_guardrails", None) or ()),
+        *(getattr(run_config, "output_guardrails", None) or ()),
+    ]
+    names = []
+    for guardrail in guardrails:
+        get_name = getattr(guardrail, "get_name", None)
+        names.append(str(get_name()) if callable(get_name) else type(guardrail).__name__)
+    return names
+
+
+def _guarded_output_edit(guardrails: list[str]) -> Callable[[Unit, str, Any], None]:
+    def check(unit: Unit, what: str, payload: Any) -> None:
+        if what == "output":
+            raise EditRefused(
+                f"the final output of agent {unit.node!r} has passed its output guardrails "
+                f"({', '.join(guardrails)}), which the SDK runs on the model's output after "
+                "every hook: an edited output would bypass them; change what the model answers "
+                "instead (the input at the llm stop)"
+            )
+
+    return check
 
 
 def _handoff_agent_edit(unit: Unit, what: str, payload: Any) -> None:
@@ -462,10 +751,9 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
     async def invoke(ctx: Any, args: str) -> Any:
         run = ACTIVE.get()
         if timed is not None:
-            from agents.tool import invoke_function_tool
 
             def call(c: Any, a: str) -> Any:
-                return invoke_function_tool(function_tool=timed, context=c, arguments=a)
+                return _timed_call(timed, original, c, a)
         else:
             call = original
         if run is None or run.scope.released:
@@ -477,6 +765,81 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
     functools.update_wrapper(invoke, original, assigned=("__doc__",), updated=())
     invoke.__wrapped__ = original  # type: ignore[attr-defined]
     return invoke
+
+
+async def _timed_call(timed: Any, original: Callable[..., Any], ctx: Any, args: str) -> Any:
+    """Run a tool's body under the SDK's own timeout (``invoke_function_tool`` on ``timed``, a
+    copy of the tool keeping its ``timeout_seconds``), less the time stops of runs nested in the
+    body held it.
+
+    The SDK times the body with ``asyncio.wait_for(task, timeout_seconds)``
+    (tool.py, ``_invoke_function_tool_with_metadata``), which cannot be paused: at its end it
+    cancels the task and, if the task still returns a value, returns it (3.11's ``wait_for``
+    returns ``fut.result()`` after cancelling; 3.12's ``timeout()`` raises only when the
+    awaited task raised the cancellation). So the body runs in a task of its own, under a
+    stand-in the SDK times: when the SDK's time runs out after nested stops held the body, the
+    stand-in waits on for the time they held, then returns the body's value, or cancels the
+    body and lets the cancellation through, upon which the SDK makes its own timeout outcome
+    (message, ``timeout_error_function`` or ``ToolTimeoutError``). A cancellation that comes
+    before the tool's time is up, or when nothing was held, goes through at once.
+    """
+    from agents import tool as sdk_tool
+
+    limit = float(timed.timeout_seconds)
+    clock = HoldClock(asyncio.get_running_loop())
+    start = time.monotonic()
+    # the context the SDK would give the body of ``timed`` (its invoker's signature decides:
+    # tool.py, _get_function_tool_invoke_context); the stand-in takes any and passes this one
+    choose = getattr(sdk_tool, "_get_function_tool_invoke_context", None)
+    body_ctx = choose(timed, ctx) if callable(choose) else ctx
+
+    async def stand_in(ctx: Any, args: str) -> Any:
+        token = CLOCKS.set((*CLOCKS.get(), clock))
+        try:
+            body = asyncio.ensure_future(original(body_ctx, args))
+        finally:
+            CLOCKS.reset(token)
+        return await _outlast(body, clock, start, limit)
+
+    clocked = dataclasses.replace(timed, on_invoke_tool=stand_in)
+    return await sdk_tool.invoke_function_tool(function_tool=clocked, context=ctx, arguments=args)
+
+
+async def _outlast(body: asyncio.Future[Any], clock: HoldClock, start: float, limit: float) -> Any:
+    """``body``'s value; see :func:`_timed_call` for the SDK's timeout cancelling this."""
+    try:
+        await asyncio.wait({body})
+    except asyncio.CancelledError:
+        held, holding = clock.used()
+        if not (held or holding) or time.monotonic() - start < limit:
+            body.cancel()
+            await asyncio.wait({body})
+            raise
+        task = asyncio.current_task()
+        uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+        if uncancel is not None:
+            uncancel()
+        try:
+            while not body.done():
+                loop = asyncio.get_running_loop()
+                wake: asyncio.Future[None] = loop.create_future()
+                clock.wake = wake
+                held, holding = clock.used()
+                wait: float | None = None
+                if not holding:
+                    wait = start + limit + held - time.monotonic()
+                    if wait <= 0:
+                        break
+                await asyncio.wait({body, wake}, timeout=wait, return_when="FIRST_COMPLETED")
+        except asyncio.CancelledError:  # cancelled again: not by the SDK's timeout
+            pass
+        finally:
+            clock.wake = None
+        if not body.done():
+            body.cancel()
+            await asyncio.wait({body})
+            raise asyncio.CancelledError from None
+    return body.result()
 
 
 def compose_run_config(run_config: Any, run: AgentRun) -> Any:

@@ -17,12 +17,15 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
     RunHooks,
     Runner,
     function_tool,
     input_guardrail,
+    output_guardrail,
 )
 from agents.testing import ModelStep
+from pydantic import BaseModel
 
 import flowdbg
 from flowdbg import StopReason
@@ -120,6 +123,47 @@ def test_an_argument_the_tool_does_not_take_is_refused(dbg: flowdbg.Debugger) ->
     assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
 
 
+class Address(BaseModel):
+    street: str
+    zip: int
+
+
+def test_nested_arguments_are_checked_against_the_tools_schema(dbg: flowdbg.Debugger) -> None:
+    shipped: list[Address] = []
+
+    @function_tool
+    def ship(addr: Address, qty: int) -> str:
+        """Ship a parcel."""
+        shipped.append(addr)
+        return f"shipped {qty} to {addr.zip}"
+
+    agent = oa.agent(
+        "shipper",
+        [
+            oa.calls(("ship", {"addr": {"street": "Main", "zip": 123}, "qty": 2}, "call-1")),
+            *oa.answer(lambda call: oa.outputs(call)[-1]),
+        ],
+        tools=[ship],
+    )
+    dbg.attach(agent)
+    dbg.break_on_tool("ship")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "ship it")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr\.zip': 'abc' is not of type 'integer'"):
+        dbg.set("addr.zip", "abc")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': .*'country' was unexpected"):
+        dbg.set("addr.country", "FR")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': 'str' is not of type 'object'"):
+        dbg.set("addr", "str")
+    with pytest.raises(flowdbg.EditRefused, match=r"'addr': 'street' is a required property"):
+        dbg.delete("addr.street")
+    assert dbg.inspect("") == {"addr": {"street": "Main", "zip": 123}, "qty": 2}
+    dbg.set("addr.zip", 75001)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "shipped 2 to 75001"
+    assert shipped == [Address(street="Main", zip=75001)]
+
+
 def test_an_edited_result_is_what_the_model_gets(dbg: flowdbg.Debugger) -> None:
     effects: list[str] = []
     agent = shell_agent(effects)
@@ -181,6 +225,70 @@ def test_a_stop_does_not_count_against_the_tool_timeout(dbg: flowdbg.Debugger) -
     (tool,) = [a.tools[0] for a in [agent]]
     dbg.detach(agent)
     assert tool.timeout_seconds == 0.5  # restored
+
+
+def _asking(inner: Agent[Any], how: str, timeout: float, then: Any = None) -> Agent[Any]:
+    """An agent whose model calls a tool with ``timeout`` that runs ``inner``: a function tool
+    awaiting ``Runner.run`` (then awaiting ``then`` when given), or ``inner.as_tool``."""
+    if how == "function":
+
+        @function_tool(timeout=timeout)
+        async def ask(input: str) -> str:
+            """Ask the inner agent."""
+            result = await Runner.run(inner, input)
+            if then is not None:
+                await then()
+            return str(result.final_output)
+
+        tool = ask
+    else:
+        tool = inner.as_tool(tool_name="ask", tool_description="Ask the inner agent.")
+        tool.timeout_seconds = timeout  # as_tool takes no timeout: set on the FunctionTool
+    return oa.agent(
+        "outer",
+        [oa.calls(("ask", {"input": "q"}, "call-1")), *oa.answer(lambda c: oa.outputs(c)[-1])],
+        tools=[tool],
+    )
+
+
+@pytest.mark.parametrize("how", ["function", "as_tool"])
+def test_a_stop_in_a_nested_run_does_not_count_against_the_tool_timeout(
+    dbg: flowdbg.Debugger, how: str
+) -> None:
+    inner = oa.agent("inner", oa.answer(lambda call: "inner says hi", 2))
+    outer = _asking(inner, how, 0.5)
+    dbg.attach(outer)
+    dbg.attach(inner)
+    dbg.break_before("inner", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(outer, q), "go")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.location.path == ("outer", "ask")
+    # held for longer than the tool's timeout: wait on something that never comes
+    assert not threading.Event().wait(1.0)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "inner says hi"
+    (tool,) = outer.tools
+    dbg.detach()
+    assert tool.timeout_seconds == 0.5
+
+
+def test_a_tool_held_in_a_nested_run_still_times_out_on_its_own_time(
+    dbg: flowdbg.Debugger,
+) -> None:
+    inner = oa.agent("inner", oa.answer(lambda call: "inner says hi", 2))
+
+    async def hang() -> None:
+        await asyncio.Event().wait()  # never set: only the timeout ends the call
+
+    outer = _asking(inner, "function", 0.3, then=hang)
+    dbg.attach(outer)
+    dbg.attach(inner)
+    dbg.break_before("inner", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(outer, q), "go")
+    assert dbg.wait_for_stop(WAIT) is not None
+    assert not threading.Event().wait(0.5)
+    dbg.resume()
+    assert run.result(WAIT).final_output == "Tool 'ask' timed out after 0.3 seconds."
 
 
 def test_parallel_tool_calls_stop_independently(dbg: flowdbg.Debugger) -> None:
@@ -374,6 +482,54 @@ def test_a_guardrail_tripwire_stops_at_the_agent(dbg: flowdbg.Debugger) -> None:
     dbg.resume()
     with pytest.raises(InputGuardrailTripwireTriggered):
         run.result(WAIT)
+
+
+def _checked_agent(seen: list[Any], answer: str) -> Agent[Any]:
+    @output_guardrail
+    async def no_secrets(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+        seen.append(output)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="secret" in output)
+
+    return oa.agent("checked", oa.answer(lambda call: answer, 2), output_guardrails=[no_secrets])
+
+
+def test_an_output_guardrail_tripwire_stops_at_the_agent(dbg: flowdbg.Debugger) -> None:
+    seen: list[Any] = []
+    agent = _checked_agent(seen, "the secret")
+    dbg.attach(agent)
+    dbg.break_on_exception()
+    run = dbg.start(lambda q: Runner.run(agent, q), "tell me")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "checked",
+        "agent",
+        "error",
+    )
+    assert isinstance(stop.exception, OutputGuardrailTripwireTriggered)
+    assert seen == ["the secret"]
+    dbg.resume()
+    with pytest.raises(OutputGuardrailTripwireTriggered):
+        run.result(WAIT)
+    assert [(s.kind, s.status) for s in run.log.steps] == [
+        ("agent", "failed"),
+        ("llm", "completed"),
+    ]
+
+
+def test_an_output_checked_by_guardrails_cannot_be_edited(dbg: flowdbg.Debugger) -> None:
+    seen: list[Any] = []
+    agent = _checked_agent(seen, "draft")
+    dbg.attach(agent)
+    dbg.break_after("checked", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "write")
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.output == "draft"
+    assert seen == ["draft"]  # the stop comes after the guardrails passed
+    with pytest.raises(flowdbg.EditRefused, match=r"output guardrails \(no_secrets\)"):
+        dbg.set("", "the secret")
+    dbg.resume()
+    assert run.result(WAIT).final_output == "draft"
 
 
 def test_a_model_error_stops_at_the_model_turn(dbg: flowdbg.Debugger) -> None:
@@ -572,6 +728,46 @@ def test_the_final_output_edited_at_the_agents_after_stop(dbg: flowdbg.Debugger)
     assert run.result(WAIT).final_output == "final"
 
 
+class Scored(BaseModel):
+    answer: str
+    score: int
+
+
+def test_the_whole_final_output_is_checked_against_the_output_type(
+    dbg: flowdbg.Debugger,
+) -> None:
+    agent = oa.agent(
+        "scorer", oa.answer(lambda call: '{"answer": "ok", "score": 9}', 2), output_type=Scored
+    )
+    dbg.attach(agent)
+    dbg.break_after("scorer", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "score it")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match=r"must be a Scored .*Input should be an object"):
+        dbg.set("", "plain string")
+    with pytest.raises(flowdbg.EditRefused, match=r"score: Field required"):
+        dbg.set("", {"answer": "x"})
+    with pytest.raises(flowdbg.EditRefused, match=r"score: Input should be a valid integer"):
+        dbg.set("", {"answer": "x", "score": "10"})  # the SDK validates strictly
+    assert dbg.inspect("") == Scored(answer="ok", score=9)
+    dbg.set("", {"answer": "better", "score": 10})
+    dbg.resume()
+    final = run.result(WAIT).final_output
+    assert type(final) is Scored and final == Scored(answer="better", score=10)
+
+
+def test_a_plain_text_agents_final_output_stays_a_string(dbg: flowdbg.Debugger) -> None:
+    agent = oa.agent("agent", oa.answer(lambda call: "draft", 2))
+    dbg.attach(agent)
+    dbg.break_after("agent", kind="agent")
+    run = dbg.start(lambda q: oa.run_sync(agent, q), "write")
+    assert dbg.wait_for_stop(WAIT) is not None
+    with pytest.raises(flowdbg.EditRefused, match="plain text"):
+        dbg.set("", {"text": "final"})
+    dbg.resume()
+    assert run.result(WAIT).final_output == "draft"
+
+
 # ---------------------------------------------------------------------------- streaming
 
 
@@ -625,3 +821,172 @@ def test_a_streamed_run_in_a_task_of_the_users_own_loop(dbg: flowdbg.Debugger) -
     output, types = box["out"]
     assert output == "refunded"
     assert "agent_updated_stream_event" in types
+
+
+def _looper() -> Agent[Any]:
+    @function_tool
+    def again() -> str:
+        """Loop."""
+        return "again"
+
+    return oa.agent(
+        "looper", [oa.calls(("again", {}, f"call-{i}")) for i in range(5)], tools=[again]
+    )
+
+
+def _consume_streamed(agent: Agent[Any], **kwargs: Any) -> tuple[list[str], str]:
+    """The event types a consumer of ``Runner.run_streamed(agent, "go")`` reads, and what its
+    ``stream_events()`` raised (``"-"`` when nothing)."""
+
+    async def main() -> tuple[list[str], str]:
+        result = Runner.run_streamed(agent, "go", **kwargs)
+        types: list[str] = []
+        try:
+            async for event in result.stream_events():
+                types.append(event.type)
+        except Exception as exc:
+            return types, f"{type(exc).__name__}: {exc}"
+        return types, "-"
+
+    return asyncio.run(main())
+
+
+def test_a_streamed_run_past_max_turns_is_recorded_failed(dbg: flowdbg.Debugger) -> None:
+    # the SDK's run-loop task ends normally here: the consumer's stream_events() makes the error
+    bare = _consume_streamed(_looper(), max_turns=1)
+    assert bare[1] == "MaxTurnsExceeded: Max turns (1) exceeded"
+    agent = _looper()
+    dbg.attach(agent)
+    assert _consume_streamed(agent, max_turns=1) == bare  # the consumer sees the same
+    (log,) = dbg.runs
+    assert log.run.status == "failed"
+    assert log.run.error is not None
+    assert (log.run.error.type, log.run.error.message) == (
+        "MaxTurnsExceeded",
+        "Max turns (1) exceeded",
+    )
+    assert [(s.kind, s.status) for s in log.steps if s.kind == "agent"] == [("agent", "failed")]
+
+
+def _failing_tool() -> Agent[Any]:
+    @function_tool(failure_error_function=None)  # the SDK raises instead of telling the model
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise PermissionError(f"card declined for {amount}")
+
+    return oa.agent(
+        "payer",
+        [oa.calls(("charge", {"amount": 5}, "c1")), *oa.answer(lambda c: "?")],
+        tools=[charge],
+    )
+
+
+def _tripping_output() -> Agent[Any]:
+    return _checked_agent([], "the secret")
+
+
+def _tripping_input() -> Agent[Any]:
+    @input_guardrail
+    async def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    return oa.agent("guarded", oa.answer(lambda call: "ok", 2), input_guardrails=[no_secrets])
+
+
+@pytest.mark.parametrize(
+    ("build", "error"),
+    [
+        (_failing_tool, "UserError"),
+        (_tripping_output, "OutputGuardrailTripwireTriggered"),
+        (_tripping_input, "InputGuardrailTripwireTriggered"),
+    ],
+    ids=["tool_error", "output_guardrail", "input_guardrail"],
+)
+def test_a_failed_streamed_run_is_recorded_with_the_consumers_error(
+    dbg: flowdbg.Debugger, build: Any, error: str
+) -> None:
+    bare = _consume_streamed(build())
+    assert bare[1].startswith(f"{error}: ")
+    agent = build()
+    dbg.attach(agent)
+    assert _consume_streamed(agent) == bare
+    (log,) = dbg.runs
+    assert log.run.status == "failed"
+    assert log.run.error is not None
+    assert f"{log.run.error.type}: {log.run.error.message}" == bare[1]
+
+
+# ---------------------------------------------------------------------------- install
+
+
+def _weather(effects: list[str]) -> Agent[Any]:
+    @function_tool(timeout=5.0)
+    async def lookup(city: str) -> str:
+        """Look up the weather."""
+        effects.append(city)
+        return f"sunny in {city}"
+
+    @function_tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise PermissionError(f"card declined for {amount}")
+
+    return oa.agent(
+        "weather",
+        [
+            oa.calls(("lookup", {"city": "Oslo"}, "c1"), ("charge", {"amount": 5}, "c2")),
+            *oa.answer(lambda call: " | ".join(oa.outputs(call))),
+        ],
+        tools=[lookup, charge],
+    )
+
+
+@pytest.mark.parametrize("entry", ["run_sync", "streamed"])
+def test_an_installed_debugger_reports_tool_calls(dbg: flowdbg.Debugger, entry: str) -> None:
+    def go(agent: Agent[Any]) -> Any:
+        if entry == "run_sync":
+            return oa.run_sync(agent, "weather?").final_output
+
+        async def main() -> Any:
+            result = Runner.run_streamed(agent, "weather?")
+            async for _ in result.stream_events():
+                pass
+            return result.final_output
+
+        return asyncio.run(main())
+
+    bare_effects: list[str] = []
+    bare = go(_weather(bare_effects))
+    effects: list[str] = []
+    agent = _weather(effects)  # built after install: never attached
+    tools = {t.name: (t, t.on_invoke_tool, t.timeout_seconds) for t in agent.tools}
+    dbg.install("openai_agents")
+    dbg.break_on_tool("lookup")
+    dbg.break_on_exception(PermissionError)
+    run = dbg.start(go, agent)
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.kind, stop.location.position) == (
+        "lookup",
+        "tool",
+        "before",
+    )
+    assert stop.input == {"city": "Oslo"}
+    assert effects == []
+    dbg.resume()
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None
+    assert (stop.location.node, stop.location.position) == ("charge", "error")
+    assert isinstance(stop.exception, PermissionError)
+    dbg.resume()
+    assert run.result(WAIT) == bare
+    assert effects == bare_effects == ["Oslo"]
+    (log,) = [r for r in dbg.runs if r.run.name == "weather"]
+    assert sorted((s.node, s.status) for s in log.steps if s.kind == "tool") == [
+        ("charge", "failed"),
+        ("lookup", "completed"),
+    ]
+    # the run put the tools back as they were
+    for tool, invoker, timeout in tools.values():
+        assert (tool.on_invoke_tool, tool.timeout_seconds) == (invoker, timeout)
+    dbg.uninstall()

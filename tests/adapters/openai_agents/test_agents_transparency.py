@@ -14,7 +14,15 @@ import pytest
 pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 
 import oa_helpers as oa
-from agents import Agent, RunContextWrapper, Runner, function_tool, handoff
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    RunContextWrapper,
+    Runner,
+    function_tool,
+    handoff,
+    output_guardrail,
+)
 from pydantic import BaseModel
 
 import flowdbg
@@ -155,6 +163,14 @@ def _structured() -> tuple[Agent[Any], dict[str, Any]]:
     ), {}
 
 
+def _output_guardrail() -> tuple[Agent[Any], dict[str, Any]]:
+    @output_guardrail
+    async def short(ctx: Any, agent: Any, output: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=len(output), tripwire_triggered=False)
+
+    return oa.agent("checked", oa.answer(lambda c: "fine", 2), output_guardrails=[short]), {}
+
+
 def _approval() -> tuple[Agent[Any], dict[str, Any]]:
     def wipe(path: str) -> str:
         return f"wiped {path}"
@@ -194,6 +210,7 @@ SCENARIOS: dict[str, Callable[[], tuple[Agent[Any], dict[str, Any]]]] = {
     "context": _context,
     "timeout": _timeout,
     "structured": _structured,
+    "output_guardrail": _output_guardrail,
     "approval": _approval,
     "max_turns_handled": _max_turns_handled,
 }
@@ -230,10 +247,14 @@ def _run(
     build: Callable[[], tuple[Agent[Any], dict[str, Any]]],
     streamed: bool,
     dbg: flowdbg.Debugger | None,
+    how: str = "attach",
 ) -> dict[str, Any]:
     agent, kwargs = build()
     if dbg is not None:
-        dbg.attach(agent)
+        if how == "attach":
+            dbg.attach(agent)
+        else:
+            dbg.install("openai_agents")
     try:
         if not streamed:
             return _outcome(oa.run_sync(agent, "go", **kwargs), kwargs)
@@ -247,11 +268,13 @@ def _run(
     finally:
         if dbg is not None:
             dbg.detach(agent)
+            dbg.uninstall()
 
 
+@pytest.mark.parametrize("how", ["attach", "install"])
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "streamed"])
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool) -> None:
+def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool, how: str) -> None:
     build = SCENARIOS[name]
     bare = _run(build, streamed, None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -259,7 +282,7 @@ def test_a_debugged_recorded_run_is_the_undebugged_run(name: str, streamed: bool
         try:
             dbg.break_on_tool("*", args_pattern="NEVER-MATCHES-ANYTHING")
             dbg.break_before("*", kind="llm", condition="False")
-            debugged = _run(build, streamed, dbg)
+            debugged = _run(build, streamed, dbg, how)
             assert dbg.flush(10)
             store = dbg.store
             assert store is not None

@@ -103,11 +103,16 @@ CLOCKS: contextvars.ContextVar[tuple[HoldClock, ...]] = contextvars.ContextVar(
 )
 
 
-async def _held(point: Awaitable[_T]) -> _T:
-    """Await a unit's point; a stop there pauses the clocks of the timed tool calls around."""
+def _held(point: Awaitable[_T]) -> Awaitable[_T]:
+    """A unit's point to await; a stop there pauses the clocks of the timed tool calls around
+    (outside any: the point itself, no coroutine more per point)."""
     clocks = CLOCKS.get()
     if not clocks:
-        return await point
+        return point
+    return _held_by(point, clocks)
+
+
+async def _held_by(point: Awaitable[_T], clocks: tuple[HoldClock, ...]) -> _T:
     for clock in clocks:
         clock.pause()
     try:

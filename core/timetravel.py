@@ -758,11 +758,11 @@ def divergence(
     When ``b`` is a fork of ``a``, its steps are compared with ``a``'s steps after the fork
     step (a fork's first unit is the one after it); otherwise (a rerun, or any two runs) from
     the first steps. The report names the first divergence (as :meth:`Store.diff_runs` finds
-    it: another unit ran, a unit ended otherwise, or it left another state) with the old and
-    new value at its first path, compares the model and tool calls at their positions (how
-    many ``b`` was served from the record and ran live, what the served ones took in ``a``,
-    and per branch the first call that differs, by the rule a rerun serves calls by), and
-    gives both runs' wall times.
+    it: another unit ran, a unit ended otherwise, it left another state, or, the state the
+    same, it returned something else) with the old and new value at its first path, compares
+    the model and tool calls at their positions (how many ``b`` was served from the record
+    and ran live, what the served ones took in ``a``, and per branch the first call that
+    differs, by the rule a rerun serves calls by), and gives both runs' wall times.
 
     :param ignore: globs of state paths to leave out (``messages[*].id``) of the states
         compared (calls are compared as a rerun compares them).

@@ -230,6 +230,7 @@ def runs_rerun(
     and what was served.
     """
     from flowdbg.adapter import Capability
+    from flowdbg.timetravel import _descendant_steps
 
     if as_json and (breaks or stop_on_entry or break_on_exception):
         raise click.UsageError("--json runs the rerun without stopping: leave out -b and stops")
@@ -275,7 +276,14 @@ def runs_rerun(
                         "cached_calls": cached_calls,
                         "until_divergence": until_divergence,
                         "served": calls.served,
-                        "live": calls.live,
+                        # with none served, no call asked the record: count what ran
+                        "live": calls.live
+                        if cached_calls != "none"
+                        else sum(
+                            1
+                            for step in _descendant_steps(store, new.run_id)
+                            if step.kind in ("llm", "tool")
+                        ),
                         "saved_seconds": calls.saved_seconds,
                         "saved_tokens": calls.saved_tokens,
                         "diverged": [jsonable(d.to_dict()) for d in calls.diverged],
@@ -302,7 +310,24 @@ def runs_rerun(
                 ref=ref,
                 start=start,
             )
-            if handles and handles[0].calls is not None:
+            if handles and handles[0].calls is not None and cached_calls == "none":
+                # no call asked the record: every model and tool call ran live (the count
+                # comes from the record of the rerun, as runs divergence counts them)
+                new_id = handles[0].run_id
+                dbg.flush(timeout=30)
+                live = (
+                    0
+                    if new_id is None
+                    else sum(
+                        1
+                        for step in _descendant_steps(store, new_id)
+                        if step.kind in ("llm", "tool")
+                    )
+                )
+                out.line(
+                    f"calls served from the record: none (--cached-calls none), run live: {live}"
+                )
+            elif handles and handles[0].calls is not None:
                 calls = handles[0].calls
                 saved = f"; saved {calls.saved_seconds:.2f} s of calls"
                 if calls.saved_tokens:

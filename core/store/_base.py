@@ -522,8 +522,9 @@ class Store(abc.ABC):
 
         Steps are compared in order (units of one superstep by node, as they run concurrently):
         the first pair that ran different units is a ``path`` divergence, the first that ended
-        with a different status a ``status`` one, the first that left a different state a
-        ``state`` one, with the differing state paths. Values that are new on every run
+        with a different status a ``status`` one, the first that left a different state (or,
+        the state the same, returned something else: ``output...`` paths) a ``state`` one,
+        with the differing paths. Values that are new on every run
         (message ids, generated ids, timestamps: see :mod:`flowdbg.store._ignore`) are left out
         unless ``strict``, and listed in :attr:`RunDiff.ignored`.
 
@@ -685,6 +686,15 @@ class Store(abc.ABC):
             what = "state after"
             if paths is None and row_a.state is None and row_b.state is None:
                 paths = self._value_paths(row_a.output, row_b.output, rules, ("output",))
+                paths = None if paths is None else _prefixed("output", paths)
+                what = "output of"
+            elif paths is None:
+                # the same state after it, but a unit may still have returned something else
+                # that no state holds (a tool's result, an agent's answer, an emitted event);
+                # what it returned is compared as an update of the state: the same globs
+                # apply, and what they leave out here is not tallied twice
+                quiet = IgnoreRules(rules.patterns, strict=rules.strict)
+                paths = self._value_paths(row_a.output, row_b.output, quiet)
                 paths = None if paths is None else _prefixed("output", paths)
                 what = "output of"
             if paths is not None:

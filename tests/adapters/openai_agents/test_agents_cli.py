@@ -209,3 +209,26 @@ def test_runs_state_at_a_tool_step_shows_the_context_the_tool_wrote(
         (["tea"], {"cart": {"step": 3, "node": "add"}}),  # the model turn writes nothing
         (["tea", "jam"], {"cart": {"step": 5, "node": "add"}}),
     ]
+
+
+def test_a_rerun_departs_where_an_edited_tool_made_the_agent_answer_otherwise() -> None:
+    flowdbg(
+        "run",
+        f"{EXAMPLE}:triage_agent",
+        "--input",
+        '"refund my order"',
+        "-b",
+        "refund",
+        input="set amount = 50\nc\n",
+    )
+    (first,) = json.loads(flowdbg("runs", "ls", "--json").stdout)["data"]["runs"]
+    out = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "none").stdout
+    flat = " ".join(out.split())
+    # the rerun's tool is not edited: the agent answers otherwise, which the states (the
+    # agent and turn) do not show
+    assert "calls served from the record: none (--cached-calls none), run live: 4" in flat
+    assert "the output of 'refunds' differs at output" in flat
+    assert (
+        'output: "Done: refunded 50 EUR for order 1042." -> "Done: refunded 1999 EUR for order '
+        '1042."'
+    ) in flat

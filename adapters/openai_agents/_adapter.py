@@ -421,6 +421,27 @@ class OpenAIAgentsAdapter(Adapter):
     def is_async(self, target: Any) -> bool:
         return False
 
+    def check_input(self, target: Any, input: Any) -> None:
+        # Runner.run takes the user's message (a string) or a list of input items (the
+        # Responses API's dicts); anything else fails deep in the SDK (an int has no .copy())
+        if isinstance(input, str) or (
+            isinstance(input, list) and all(isinstance(item, dict) for item in input)
+        ):
+            return
+        if input == {}:  # flowdbg run's default
+            raise RunOptionError(
+                "input",
+                "an agent needs an input: the user's message as a JSON string (--input "
+                "'\"refund my order\"') or a list of input items (JSON objects)",
+            )
+        kinds = {bool: "true or false", int: "a number", float: "a number", dict: "an object"}
+        given = "null" if input is None else kinds.get(type(input), f"a {type(input).__name__}")
+        raise RunOptionError(
+            "input",
+            f"an agent's input is the user's message (a JSON string) or a list of input items "
+            f"(JSON objects), not {given}: give --input '\"refund my order\"'",
+        )
+
     def check_run(self, target: Any, options: RunOptions) -> None:
         self.check_own_options(target, options)
         if options.resuming:

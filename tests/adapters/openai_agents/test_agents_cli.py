@@ -232,3 +232,19 @@ def test_a_rerun_departs_where_an_edited_tool_made_the_agent_answer_otherwise() 
         'output: "Done: refunded 50 EUR for order 1042." -> "Done: refunded 1999 EUR for order '
         '1042."'
     ) in flat
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--input", "42"], "(JSON objects), not a number: give --input"),
+        (["--input", '{"q": 1}'], "(JSON objects), not an object: give --input"),
+        ([], "an agent needs an input: the user's message as a JSON string"),
+    ],
+)
+def test_an_input_an_agent_cannot_take_is_refused_before_it_runs(
+    db: Path, args: list[str], said: str
+) -> None:
+    out = flowdbg("run", f"{EXAMPLE}:triage_agent", *args, code=1).output
+    assert out.startswith("error: --input: ") and said in out
+    assert len(out.strip().splitlines()) == 1  # nothing ran

@@ -448,7 +448,7 @@ class Debugger:
         # (runs of an installed adapter or begun without a target are not these targets')
         held = self._ctl.release(lambda scope: any(scope.target is obj for obj in detached))
         if held:
-            what = "every target" if target is None else f"{type(target).__name__} {target!r:.60}"
+            what = "every target" if target is None else _target_label(target)
             log.warning(
                 "detached %s while %d of its runs' branches were held (%s): they go on undebugged",
                 what,
@@ -1642,6 +1642,16 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if isinstance(kind, str):
         return (kind,)
     return tuple(str(k) for k in kind)
+
+
+def _target_label(target: Any) -> str:
+    """A target as a message names it: its class and its own name where it has one (an agent's,
+    a graph's), else a short repr."""
+    name = getattr(target, "name", None)
+    if isinstance(name, str) and name:
+        return f"{type(target).__name__} {name!r}"
+    shown = repr(target)
+    return f"{type(target).__name__} {shown if len(shown) <= 60 else shown[:59] + '…'}"
 
 
 def _warn_problems(bp: Breakpoint, problems: list[tuple[str, bool]], *, stacklevel: int) -> None:

@@ -662,8 +662,14 @@ def test_detach_while_stopped_lets_the_run_go_on_and_restores_the_agent(
     dbg.break_on_tool("shell")
     run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
     assert dbg.wait_for_stop(WAIT) is not None
-    dbg.detach(agent)
+    with caplog.at_level("WARNING", logger="flowdbg"):
+        dbg.detach(agent)
     assert run.result(WAIT).final_output == "done: ran rm -rf /tmp/cache"
+    # the agent named by its name, not a repr cut in the middle
+    assert any(
+        r.getMessage().startswith(f"detached Agent {agent.name!r} while 1 of its runs' branches")
+        for r in caplog.records
+    )
     assert tool.on_invoke_tool is invoker
     assert AgentRunner.__dict__["run"] is runner_run
     assert "run" in AgentRunner.__dict__ and "run_streamed" in AgentRunner.__dict__

@@ -574,9 +574,10 @@ def runs_diff(
         rows: list[list[str | Text]] = []
         for node in nodes:
             changed = node["status_changed"]
+            # the outcomes of both runs where they differ, in kind or in number
             status = (
                 f"{_statuses(node['statuses_a'])} -> {_statuses(node['statuses_b'])}"
-                if changed
+                if changed or node["statuses_a"] != node["statuses_b"]
                 else _statuses(node["statuses_a"])
             )
             rows.append(

@@ -140,6 +140,24 @@ def test_show_says_when_it_shows_a_row_per_node(run_cli: Cli, db: Path) -> None:
     assert re.search(r"^12\s+tick", run_cli("runs", "show", run_id, "--node", "tick").stdout, re.M)
 
 
+def test_diff_shows_both_counts_of_a_node_that_ran_more_often(run_cli: Cli, db: Path) -> None:
+    from flowdbg.adapters.stategraph import END, StateGraph
+
+    g = StateGraph(name="loop")
+    g.add_node("tick", lambda s: {"n": s["n"] + 1})
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s["until"] else END)
+    g.set_entry_point("tick")
+    app = g.compile()
+    with flowdbg.Debugger(db=db) as dbg:
+        dbg.attach(app)
+        ids = []
+        for until in (3, 5):
+            dbg.start(app.invoke, {"n": 0, "until": until}).result(T)
+            ids.append(dbg.runs[-1].run.run_id)
+    out = run_cli("runs", "diff", *ids).stdout
+    assert re.search(r"^tick\s+3\s+5\s.*3 completed -> 5 completed$", out, flags=re.M)
+
+
 def test_show_json(run_cli: Cli, recorded: dict[str, str]) -> None:
     data = run_cli.json("runs", "show", recorded["linear"], command="runs show")
     assert data["run"]["input"] == {"x": 1}

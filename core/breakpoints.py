@@ -346,6 +346,7 @@ class _Compiled:
         "kinds",
         "match_all",
         "needs_resolve",
+        "path_glob",
         "positions",
         "type",
         "watch_parts",
@@ -358,7 +359,13 @@ class _Compiled:
         self.type = bp.type
         self.positions = frozenset(bp.positions)
         self.kinds = None if bp.kinds is None else frozenset(bp.kinds)
-        self.glob = re.compile(fnmatch.translate(bp.pattern))
+        # A pattern with a "/" names a unit by where it runs as a stop shows it
+        # ("outer/inner": the unit inner in the run nested in outer): its last part is matched
+        # against the unit's name first, the whole against its path once that matched.
+        self.path_glob: re.Pattern[str] | None = None
+        if "/" in bp.pattern and bp.type != BreakpointType.HANDOFF:
+            self.path_glob = re.compile(fnmatch.translate(bp.pattern))
+        self.glob = re.compile(fnmatch.translate(unit_name_of(bp.pattern)))
         self.match_all = bp.pattern == "*" or bp.type == BreakpointType.HANDOFF
         self.expr: Expression | None = None
         self.callable = bp._callable
@@ -421,6 +428,10 @@ class _Compiled:
         if self.type == BreakpointType.HANDOFF and bp.pattern != "*":
             target = event.decision if isinstance(event.decision, str) else event.location.node
             if self.glob.match(target) is None:
+                return False, None
+        if self.path_glob is not None:
+            where = "/".join((*event.location.path, event.location.node))
+            if self.path_glob.match(where) is None:
                 return False, None
         value: Any = None
         if self.type == BreakpointType.EXCEPTION:
@@ -589,6 +600,12 @@ _UNDESCRIBED_KINDS = frozenset({Kind.LLM.value, Kind.HANDOFF.value, Kind.AGENT.v
 _SHOWN_NAMES = 20
 
 
+def unit_name_of(pattern: str) -> str:
+    """The part of a breakpoint's pattern that names the unit: the last of ``outer/inner``
+    (a unit named by where it runs, as a stop shows it), or the whole pattern."""
+    return pattern.rsplit("/", 1)[-1] if "/" in pattern else pattern
+
+
 #: what an unknown name's message suggests where it may be that of a call (a tool or model
 #: call no description lists): the terminal sets such a breakpoint for those kinds instead
 CALL_KINDS_REMEDY = "give kind='tool' or kind='llm' for a call a node makes"
@@ -607,7 +624,7 @@ def unknown_name(bp: Breakpoint, known: KnownNames) -> tuple[str, str] | None:
         ``(problem, remedy)``: ``unknown node 'x'; nodes: ...`` (the names closest to the
         pattern first) and what to do about it.
     """
-    pattern = bp.pattern
+    pattern = bp.pattern if bp.type == BreakpointType.HANDOFF else unit_name_of(bp.pattern)
     if pattern == "*":
         return None
     if bp.type == BreakpointType.HANDOFF:

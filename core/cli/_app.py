@@ -440,7 +440,8 @@ def _set_breakpoints(
                 raise CliError(f"{at_prompt(exc, node)} (in -b {spec})") from None
             out.line(f"set {bp.describe()}")
             continue
-        if nodes and not any(fnmatch.fnmatchcase(n, node) for n in [*nodes, *tools, *models]):
+        name = node.rsplit("/", 1)[-1]  # outer/inner: the unit inner in the run nested in outer
+        if nodes and not any(fnmatch.fnmatchcase(n, name) for n in [*nodes, *tools, *models]):
             if is_open(description):  # e.g. a @task the description could not list
                 out.line(
                     f"note: {node!r} is none of the known nodes and tasks ({', '.join(nodes)}); "

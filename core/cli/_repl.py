@@ -723,7 +723,7 @@ class Session:
         if (
             self.nodes
             and is_open(self.description)  # e.g. a @task the description could not list
-            and not any(fnmatch.fnmatchcase(n, pattern) for n in self.nodes)
+            and not any(fnmatch.fnmatchcase(n, pattern.rsplit("/", 1)[-1]) for n in self.nodes)
         ):
             self.out.line(
                 f"note: {pattern!r} is none of the known nodes and tasks "

@@ -1465,3 +1465,30 @@ def test_a_failed_run_with_calls_keeps_no_exception_alive() -> None:
     ]
     assert holders == []
     dbg.close()
+
+
+def test_a_pattern_with_a_path_stops_only_where_the_unit_runs(dbg: flowdbg.Debugger) -> None:
+    # "agent/search": the tool search called by the unit agent, not a search run elsewhere
+    bp = dbg.break_before("agent/search")
+    after = dbg.break_after("*/sea*")
+
+    def play() -> None:
+        scope = dbg.begin_run(framework="test", name="t", input=None)
+        through(scope, "search", kind="tool", input={"q": "top"})
+        agent = scope.unit("agent", kind="agent")
+        agent.before(input={})
+        through(agent.frame(), "search", kind="tool", input={"q": "inner"})
+        agent.after(output=None)
+        scope.end(output=None)
+
+    worker = Worker(play)
+    stops = []
+    while (stop := dbg.wait_for_stop(T)) is not None:
+        loc = stop.location
+        stops.append((loc.path, loc.node, loc.position, stop.breakpoints, dbg.inspect("input:q")))
+        dbg.resume()
+    worker.result()
+    assert stops == [
+        (("agent",), "search", "before", (bp.id,), "inner"),
+        (("agent",), "search", "after", (after.id,), "inner"),
+    ]

@@ -361,6 +361,15 @@ class Debugger:
         msg = f"no flowdbg adapter accepts a {what} object; available adapters: {usable}"
         if missing:
             msg += f" (unavailable: {missing})"
+        if isinstance(target, type) and any(
+            info.adapter is not None and _accepts_instance(info.adapter, target)
+            for info in self._adapters.values()
+        ):  # a Workflow subclass, say, given where its instance is wanted
+            raise AdapterNotFound(
+                f"{msg}. {target.__qualname__} is a class: attach an instance of it "
+                f"({target.__qualname__}(...); on the command line, file.py:{target.__name__}() "
+                "calls it)"
+            )
         raise AdapterNotFound(msg + ". Attach a compiled graph, workflow or agent instead.")
 
     def attach(self, target: Any, *, ref: str | None = None) -> Any:
@@ -1642,6 +1651,15 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if isinstance(kind, str):
         return (kind,)
     return tuple(str(k) for k in kind)
+
+
+def _accepts_instance(adapter: Adapter, cls: type) -> bool:
+    """Whether ``adapter`` would accept an instance of ``cls`` (made without running its
+    ``__init__``: only its type is looked at by most adapters' ``matches``)."""
+    try:
+        return bool(adapter.matches(cls.__new__(cls)))
+    except Exception:
+        return False
 
 
 def _target_label(target: Any) -> str:

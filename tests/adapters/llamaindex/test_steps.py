@@ -649,3 +649,12 @@ def test_a_watch_set_while_a_step_runs_stops_only_where_its_key_changes(
     assert handle.result(timeout=WAIT) == "ok"
     assert dbg.wait_for_stop(0.2) is None
     dbg.close()
+
+
+def test_attaching_a_workflow_class_says_to_attach_an_instance(dbg: flowdbg.Debugger) -> None:
+    with pytest.raises(
+        flowdbg.errors.AdapterNotFound,
+        match=r"\. Quick is a class: attach an instance of it \(Quick\(\.\.\.\); on the command "
+        r"line, file\.py:Quick\(\) calls it\)$",
+    ):
+        dbg.attach(Quick)

@@ -1657,7 +1657,7 @@ def _accepts_instance(adapter: Adapter, cls: type) -> bool:
     """Whether ``adapter`` would accept an instance of ``cls`` (made without running its
     ``__init__``: only its type is looked at by most adapters' ``matches``)."""
     try:
-        return bool(adapter.matches(cls.__new__(cls)))
+        return bool(adapter.matches(object.__new__(cls)))
     except Exception:
         return False
 

@@ -648,7 +648,7 @@ def final_output_of(agent: Any, payload: Any) -> Any:
     except Exception as exc:
         name = getattr(wanted, "__name__", None) or str(wanted)
         raise EditRefused(
-            f"the final output of agent {agent.name!r} must be a {name} (its output_type), "
+            f"the final output of agent {agent.name!r} must fit its output_type {name}, "
             f"which refuses the edit: {_validation_details(exc)}"
         ) from exc
 

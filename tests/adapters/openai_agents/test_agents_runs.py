@@ -749,7 +749,9 @@ def test_the_whole_final_output_is_checked_against_the_output_type(
     dbg.break_after("scorer", kind="agent")
     run = dbg.start(lambda q: oa.run_sync(agent, q), "score it")
     assert dbg.wait_for_stop(WAIT) is not None
-    with pytest.raises(flowdbg.EditRefused, match=r"must be a Scored .*Input should be an object"):
+    with pytest.raises(
+        flowdbg.EditRefused, match=r"must fit its output_type Scored, .*Input should be an object"
+    ):
         dbg.set("", "plain string")
     with pytest.raises(flowdbg.EditRefused, match=r"score: Field required"):
         dbg.set("", {"answer": "x"})

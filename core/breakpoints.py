@@ -362,10 +362,15 @@ class _Compiled:
         # A pattern with a "/" names a unit by where it runs as a stop shows it
         # ("outer/inner": the unit inner in the run nested in outer): its last part is matched
         # against the unit's name first, the whole against its path once that matched.
+        # (a unit whose own name has a "/" is matched by the whole pattern too)
         self.path_glob: re.Pattern[str] | None = None
         if "/" in bp.pattern and bp.type != BreakpointType.HANDOFF:
             self.path_glob = re.compile(fnmatch.translate(bp.pattern))
-        self.glob = re.compile(fnmatch.translate(unit_name_of(bp.pattern)))
+            self.glob = re.compile(
+                f"(?:{fnmatch.translate(unit_name_of(bp.pattern))})|(?:{self.path_glob.pattern})"
+            )
+        else:
+            self.glob = re.compile(fnmatch.translate(bp.pattern))
         self.match_all = bp.pattern == "*" or bp.type == BreakpointType.HANDOFF
         self.expr: Expression | None = None
         self.callable = bp._callable
@@ -430,8 +435,9 @@ class _Compiled:
             if self.glob.match(target) is None:
                 return False, None
         if self.path_glob is not None:
-            where = "/".join((*event.location.path, event.location.node))
-            if self.path_glob.match(where) is None:
+            node = event.location.node
+            where = "/".join((*event.location.path, node))
+            if self.path_glob.match(where) is None and self.path_glob.match(node) is None:
                 return False, None
         value: Any = None
         if self.type == BreakpointType.EXCEPTION:
@@ -643,7 +649,8 @@ def unknown_name(bp: Breakpoint, known: KnownNames) -> tuple[str, str] | None:
         groups.append(("nodes", known.nodes))
     if Kind.TOOL.value in kinds and known.tools is not None:
         groups.append(("tools", known.tools))
-    if any(fnmatch.fnmatchcase(name, pattern) for _, names in groups for name in names):
+    globs = {pattern, bp.pattern}  # (a unit whose own name has a "/": the whole pattern)
+    if any(fnmatch.fnmatchcase(name, g) for _, names in groups for name in names for g in globs):
         return None
     if not what:
         what = " or ".join(label[:-1] for label, _ in groups)

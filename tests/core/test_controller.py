@@ -1492,3 +1492,18 @@ def test_a_pattern_with_a_path_stops_only_where_the_unit_runs(dbg: flowdbg.Debug
         (("agent",), "search", "before", (bp.id,), "inner"),
         (("agent",), "search", "after", (after.id,), "inner"),
     ]
+
+
+def test_a_unit_whose_own_name_has_a_slash_is_matched_by_its_name(dbg: flowdbg.Debugger) -> None:
+    bp = dbg.break_before("tools/search")
+
+    def play() -> None:
+        scope = dbg.begin_run(framework="test", name="t", input=None)
+        through(scope, "tools/search", input={"q": 1})
+        scope.end(output=None)
+
+    worker = Worker(play)
+    stop = dbg.wait_for_stop(T)
+    assert stop is not None and stop.breakpoints == (bp.id,)
+    dbg.resume()
+    worker.result()

@@ -21,6 +21,7 @@ __all__ = [
     "RunOptionError",
     "StopNotFound",
     "Terminated",
+    "validation_details",
 ]
 
 
@@ -83,6 +84,23 @@ class PathError(FlowdbgError, LookupError):
 class EditRefused(FlowdbgError, ValueError):
     """An edit at a stop that the framework could not apply (a key its state schema lacks, a
     value its channel rejects); the stop's payload is left as it was."""
+
+
+def validation_details(exc: BaseException) -> str:
+    """What a validation error says, on one line: ``path: message`` for each error a pydantic
+    ``ValidationError`` lists (``(whole value)`` for the value itself), else its text. For the
+    reason of an :class:`EditRefused` (pydantic is not imported here)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        listed = errors() if callable(errors) else []
+    except Exception:  # an errors() that needs arguments: the text says enough
+        listed = []
+    details = "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(whole value)'}: {e.get('msg')}"
+        for e in listed
+        if isinstance(e, dict)
+    )
+    return details or str(exc)
 
 
 class NotStoppedError(FlowdbgError, RuntimeError):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from flowdbg._json import jsonable
 from flowdbg._redact import redact, redact_text
 from flowdbg._views import editable_now
-from flowdbg.errors import EditRefused, PathError
+from flowdbg.errors import EditRefused, PathError, validation_details
 from flowdbg.events import ErrorInfo, Location, Position
 
 if TYPE_CHECKING:
@@ -309,11 +309,7 @@ def _validate(candidate: Any, node: str, which: str) -> None:
     try:
         validate({name: getattr(candidate, name) for name in fields if hasattr(candidate, name)})
     except Exception as exc:  # pydantic.ValidationError, without importing pydantic here
-        errors = getattr(exc, "errors", None)
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-            for e in (errors() if callable(errors) else [])
-        ) or str(exc)
+        details = validation_details(exc)
         raise EditRefused(
             f"the {which} of {node!r} is a {model_type.__name__}, which refuses the edit: {details}"
         ) from exc

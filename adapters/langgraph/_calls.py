@@ -33,7 +33,7 @@ from uuid import UUID
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
-from flowdbg.errors import EditRefused
+from flowdbg.errors import EditRefused, validation_details
 from flowdbg.runtime import Unit
 
 if TYPE_CHECKING:
@@ -540,12 +540,9 @@ def _arguments_check(schema: Any) -> Any:
         try:
             schema.model_validate(payload)
         except Exception as exc:  # pydantic.ValidationError
-            errors = getattr(exc, "errors", None)
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-                for e in (errors() if callable(errors) else [])
-            ) or str(exc)
-            raise EditRefused(f"tool {unit.node!r} refuses these arguments: {details}") from exc
+            raise EditRefused(
+                f"tool {unit.node!r} refuses these arguments: {validation_details(exc)}"
+            ) from exc
 
     return check_edit
 

@@ -57,7 +57,7 @@ from workflows.runtime.types.results import (
 )
 
 from flowdbg.adapters.llamaindex._adapter import workflow_name
-from flowdbg.errors import EditRefused, Terminated
+from flowdbg.errors import EditRefused, Terminated, validation_details
 from flowdbg.runtime import TERMINATE_MESSAGE
 
 try:  # BasicRuntime's internal adapter, whose get_now is time.time()
@@ -141,11 +141,7 @@ def _rebuild_as(kind: type, fields: Any, node: str, which: str) -> Any:
     try:
         return kind(**fields)
     except Exception as exc:  # pydantic.ValidationError, or the event's own __init__
-        errors = getattr(exc, "errors", None)
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-            for e in (errors() if callable(errors) else [])
-        ) or str(exc)
+        details = validation_details(exc)
         raise EditRefused(
             f"the {which} of {node!r} is a {kind.__name__}, which refuses the edit: {details}"
         ) from exc
@@ -807,13 +803,9 @@ def _args_checker(workflow: Any, name: str) -> Callable[[Unit, str, Any], None]:
         try:
             validate()
         except Exception as exc:  # pydantic.ValidationError
-            errors = getattr(exc, "errors", None)
-            details = "; ".join(
-                f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-                for e in (errors() if callable(errors) else [])
-            ) or str(exc)
             raise EditRefused(
-                f"the arguments of tool {name!r} do not fit its signature: {details}"
+                f"the arguments of tool {name!r} do not fit its signature: "
+                f"{validation_details(exc)}"
             ) from exc
 
     return check

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowdbg.errors import EditRefused
+from flowdbg.errors import EditRefused, validation_details
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -584,19 +584,6 @@ def _agent_edit(agent: Any) -> Callable[[Unit, str, Any], None]:
     return check
 
 
-def _validation_details(exc: BaseException) -> str:
-    errors = getattr(exc, "errors", None)
-    try:
-        listed = errors() if callable(errors) else []
-    except Exception:  # an error whose errors() needs arguments: its text says enough
-        listed = []
-    details = "; ".join(
-        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(whole value)'}: {e.get('msg')}"
-        for e in listed
-    )
-    return details or str(exc)
-
-
 def final_output_of(agent: Any, payload: Any) -> Any:
     """``payload`` as the final output of ``agent``: what the SDK makes of a model answer that
     is ``payload`` as JSON, checked against the agent's ``output_type``.
@@ -649,7 +636,7 @@ def final_output_of(agent: Any, payload: Any) -> Any:
         name = getattr(wanted, "__name__", None) or str(wanted)
         raise EditRefused(
             f"the final output of agent {agent.name!r} must fit its output_type {name}, "
-            f"which refuses the edit: {_validation_details(exc)}"
+            f"which refuses the edit: {validation_details(exc)}"
         ) from exc
 
 

@@ -1507,3 +1507,27 @@ def test_a_unit_whose_own_name_has_a_slash_is_matched_by_its_name(dbg: flowdbg.D
     assert stop is not None and stop.breakpoints == (bp.id,)
     dbg.resume()
     worker.result()
+
+
+def test_validation_details_list_each_error_with_its_path() -> None:
+    from pydantic import BaseModel, ValidationError
+
+    from flowdbg.errors import validation_details
+
+    class Address(BaseModel):
+        zip: int
+
+    class Order(BaseModel):
+        to: Address
+        qty: int
+
+    with pytest.raises(ValidationError) as caught:
+        Order.model_validate({"to": {"zip": "x"}})
+    assert validation_details(caught.value) == (
+        "to.zip: Input should be a valid integer, unable to parse string as an integer; "
+        "qty: Field required"
+    )
+    with pytest.raises(ValidationError) as whole:
+        Address.model_validate("nope")
+    assert validation_details(whole.value).startswith("(whole value): Input should be")
+    assert validation_details(ValueError("plain")) == "plain"

@@ -567,12 +567,16 @@ def summarize(state: Any, *, preview_chars: int = 60) -> list[KeySummary]:
     rows = _top_level(state)
     if rows is None:
         rows = [(".", state)]
-    return [
-        KeySummary(
-            key=key,
-            type=_type_name(value),
-            size=_size_of(value),
-            preview=short_repr(_shown_item((key, value), False), preview_chars),
+    out = []
+    for key, value in rows:
+        shown = _shown_item((key, value), False)
+        out.append(
+            KeySummary(
+                key=key,
+                type=_type_name(value),
+                # a secret's size is not shown either: its length says something of it
+                size=None if shown is REDACTED else _size_of(value),
+                preview=short_repr(shown, preview_chars),
+            )
         )
-        for key, value in rows
-    ]
+    return out

@@ -880,3 +880,12 @@ def test_a_key_with_a_colon_is_reached_in_brackets() -> None:
     assert view is None and get_path(state, path) == 1
     assert get_path(state, split_view("config['a:b']")[1]) == 2
     assert set_path(state, split_view("['a:b']")[1], 5)["a:b"] == 5
+
+
+def test_summarize_shows_no_size_of_a_secret() -> None:
+    rows = summarize({"api_key": "sk-" + "x" * 40, "password": "[REDACTED]", "n": "abc"})
+    assert [(r.key, r.size, r.preview) for r in rows] == [
+        ("api_key", None, "'[REDACTED]'"),  # its length would tell something of it
+        ("password", None, "'[REDACTED]'"),  # as recorded: the same, not 10
+        ("n", 3, "'abc'"),
+    ]

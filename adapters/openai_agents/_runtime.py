@@ -348,7 +348,7 @@ class AgentRun:
             _model_name(agent, self.run_config),
             kind="llm",
             cause=self._follows(),
-            check_edit=_llm_edit(instructions),
+            check_edit=_llm_edit(instructions, self.turn),
         )
         self.llm_unit = unit
         self.last = unit
@@ -691,7 +691,7 @@ def _handoff_edit(unit: Unit, what: str, payload: Any) -> None:
     )
 
 
-def _llm_edit(instructions: Any) -> Callable[[Unit, str, Any], None]:
+def _llm_edit(instructions: Any, turn: int) -> Callable[[Unit, str, Any], None]:
     def check(unit: Unit, what: str, payload: Any) -> None:
         if what == "output":
             raise EditRefused(
@@ -705,8 +705,10 @@ def _llm_edit(instructions: Any) -> Callable[[Unit, str, Any], None]:
                 "the SDK hands run hooks the instructions as a string it has already fixed; "
                 "set them on the agent, or in RunConfig(call_model_input_filter=...)"
             )
-        if payload.get("turn") is not None and not isinstance(payload.get("turn"), int):
-            raise EditRefused("'turn' is the SDK's turn number, not an input")
+        if payload.get("turn") != turn:
+            raise EditRefused(
+                f"'turn' is the SDK's turn number ({turn}), which it counts itself: not an input"
+            )
 
     return check
 

@@ -402,6 +402,9 @@ def test_an_edit_of_the_model_input_reaches_the_model(dbg: flowdbg.Debugger) -> 
     dbg.set("input[-1].content", "goodbye")
     with pytest.raises(flowdbg.EditRefused, match="instructions"):
         dbg.set("instructions", "Be long.")
+    for turn in (9, "abc"):  # any other turn number, not only one of another type
+        with pytest.raises(flowdbg.EditRefused, match=r"'turn' is the SDK's turn number \(1\)"):
+            dbg.set("turn", turn)
     dbg.resume()
     assert run.result(WAIT).final_output == "you said goodbye"
     assert model.calls[0].system_instructions == "Be brief."

@@ -203,11 +203,26 @@ class IgnoreRules:
             for key in a:
                 if key in b:
                     out_a[key], out_b[key] = self._walk(a[key], b[key], (*parts, key), (a, b))
+            if self._compiled:
+                # a key on one side only (added or removed) is left out where a glob names it
+                for side, other, out in ((a, b, out_a), (b, a, out_b)):
+                    for key in side:
+                        if key not in other and self._named((*parts, key)):
+                            del out[key]
             return out_a, out_b
         if type(a) is list and type(b) is list:
             list_a, list_b = list(a), list(b)
-            for index in range(min(len(a), len(b))):
+            common = min(len(a), len(b))
+            for index in range(common):
                 list_a[index], list_b[index] = self._walk(a[index], b[index], (*parts, index), None)
+            if self._compiled and len(a) != len(b):
+                # the elements past the other's end (added or removed) where a glob names them
+                longer = list_a if len(a) > len(b) else list_b
+                longer[common:] = [
+                    item
+                    for index, item in enumerate(longer[common:], common)
+                    if not self._named((*parts, index))
+                ]
             return list_a, list_b
         if not self.strict and parts:
             rule = _rule(parts[-1], a, b, parents)
@@ -215,6 +230,15 @@ class IgnoreRules:
                 self._count(format_path(parts), rule)
                 return _IGNORED, _IGNORED
         return a, b
+
+    def _named(self, parts: tuple[str | int, ...]) -> bool:
+        """Whether an ignore glob names the path ``parts`` (counted as left out if so)."""
+        path = format_path(parts)
+        for regex, pattern in self._compiled:
+            if regex.fullmatch(path):
+                self._count(path, pattern)
+                return True
+        return False
 
     def _count(self, path: str, rule: str) -> None:
         key = (generalized(path), rule)

@@ -344,6 +344,9 @@ def test_diff_steps_of_one_run_and_of_two(run_cli: Cli, recorded: dict[str, str]
         "~ x: 2 -> 20",
         "+ y = 21",
     ]
+    # --ignore leaves out a key added (or removed) between the steps too
+    out = run_cli("runs", "diff", linear, "--steps", "1", "3", "--ignore", "y").stdout
+    assert "+ y = 21" not in out and "~ x: 2 -> 20" in out
     out = run_cli("runs", "diff", linear, linear2, "--steps", "2", "2").stdout
     assert out.splitlines() == [
         f"state after step 2 (beta) of run {linear[:8]} (linear) -> after step 2 (beta) of run "

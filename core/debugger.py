@@ -1038,7 +1038,8 @@ class Debugger:
                 + (
                     "; run the target again with its input instead"
                     if doing == "fork runs"
-                    else "; rerun with cached_calls='none' to run every call live"
+                    else "; rerun it with every call live: cached_calls='none' "
+                    "(flowdbg runs rerun --cached-calls none)"
                 )
             )
         return run, target, ref, adapter

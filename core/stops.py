@@ -205,7 +205,8 @@ class Stop:
         if which == "state" and position == Position.AFTER:
             return EditRefused(
                 f"the state after {node!r} is what the framework computes from its update: "
-                f"edit {target} (what {node!r} commits) instead"
+                f"edit {target} (what {node!r} commits) instead, where its output is an update "
+                "of the state (a graph node's); an emitted event or a tool's result is not"
             )
         if which == "state":
             received = self.view(self.default_view)

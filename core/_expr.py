@@ -529,7 +529,7 @@ class Expression:
         except Exception as exc:
             problem = _describe_exception(exc, ": ")
             raise ExpressionEvaluationError(
-                f"evaluating condition {_quote(self.source)} failed: {problem}"
+                f"evaluating {_quote(self.source)} failed: {problem}"
             ) from exc
         finally:
             pool.append(evaluator)

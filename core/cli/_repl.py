@@ -844,8 +844,9 @@ class Session:
                 self.out.line(f"{number}: {shown}")
             return
         value = self._value_of(what)  # a bad path or expression is refused now, not later
-        self._displays.append(what)
-        self.out.line(f"{len(self._displays)}: {what} = {short_repr(value, 100)}")
+        if what not in self._displays:  # (displayed once however often it is asked for)
+            self._displays.append(what)
+        self.out.line(f"{self._displays.index(what) + 1}: {what} = {short_repr(value, 100)}")
 
     def do_undisplay(self, arg: str) -> None:
         if not arg.strip():

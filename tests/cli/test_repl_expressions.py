@@ -45,10 +45,12 @@ def test_print_of_a_missing_path_says_which_key(run_cli: Cli) -> None:
 
 
 def test_display_shows_at_every_stop(run_cli: Cli) -> None:
-    commands = "display x\ndisplay x + 100\nb gamma\nc\ndisplay\nundisplay 1\nc\n"
+    commands = "display x\ndisplay x + 100\ndisplay x\nb gamma\nc\ndisplay\nundisplay 1\nc\n"
     out = _run(run_cli, commands)
     assert _after(out, "display x").startswith("1: x = 2\n")
     assert _after(out, "display x + 100").startswith("2: x + 100 = 102\n")
+    # asked again: shown as the one it is, not added twice
+    assert out.split("(flowdbg) display x\n")[2].startswith("1: x = 2\n")
     at_gamma = _after(out, "c").split("(flowdbg)")[0]
     assert "stop-2" in at_gamma
     assert re.search(r"^  1: x = 20$", at_gamma, flags=re.M)

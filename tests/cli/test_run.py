@@ -501,7 +501,8 @@ def test_p_and_set_reach_the_same_view_and_state_is_read_only(run_cli: Cli) -> N
     assert answers[2] == "p state:x\n20"
     assert answers[3] == (
         "set state:x = 1\nerror: the state after 'gamma' is what the framework computes from "
-        "its update: edit output:x (what 'gamma' commits) instead"
+        "its update: edit output:x (what 'gamma' commits) instead, where its output is an "
+        "update of the state (a graph node's); an emitted event or a tool's result is not"
     )
     assert answers[4] == (
         "p memory:x\nerror: stop-1 has no memory view: there is no view 'memory'; "

@@ -109,6 +109,10 @@ const ui = {
   runs: new Map(), // run id -> {name, parent, path, status, depth}
   currentRun: null,
   lastSeq: null,
+  // the sequence number of the last event that ended each run, and each graph node's last unit
+  // (a status read before it is older: see refreshStatus)
+  endedRuns: new Map(),
+  endedNodes: new Map(),
   heldAt: new Map(), // stop id -> node id
   gone: new Set(), // ids of stops resumed (their stop event may come after)
   active: new Set(), // top-level runs started and not ended
@@ -673,12 +677,20 @@ function updateBadge() {
 // stopped, since the status carries the open stops with their values.
 const refreshStatus = throttle(async () => {
   if (ui.stops.length && ui.statusRead) return;
+  const seen = ui.lastSeq === null ? -1 : ui.lastSeq;
   const status = await get("/status");
   ui.statusRead = true;
-  for (const runId of status.runs || []) if (!ui.runs.has(runId) || !ui.runs.get(runId).parent) ui.active.add(runId);
+  // Events that came while the status was on its way are newer than it: a run or unit it
+  // says is running may have ended since (its event came first), and stays ended.
+  const endedSince = (map, key) => (map.get(key) ?? -1) > seen;
+  for (const runId of status.runs || []) {
+    if (endedSince(ui.endedRuns, runId)) continue;
+    if (!ui.runs.has(runId) || !ui.runs.get(runId).parent) ui.active.add(runId);
+  }
   for (const unit of status.running || []) {
     const id = graph.shown(unit.path, unit.node);
-    if (id !== null && graph.state(id) !== "held") graph.setState(id, "running");
+    if (id === null || endedSince(ui.endedNodes, id)) continue;
+    if (graph.state(id) !== "held") graph.setState(id, "running");
   }
   updateBadge();
 }, 500);
@@ -709,6 +721,7 @@ function onEvent(message) {
       const run = ui.runs.get(data.run_id);
       if (run) run.status = data.status;
       ui.active.delete(data.run_id);
+      ui.endedRuns.set(data.run_id, message.seq ?? 0);
       const error = data.error ? `: ${data.error.type}: ${data.error.message}` : "";
       logLine(`run ${short(data.run_id)} ${data.status}${error}`, data.error ? "log-error" : "log-run");
       if (data.run_id === ui.currentRun) $("run-summary").textContent = `run ${short(data.run_id)} ${data.status}`;
@@ -720,6 +733,7 @@ function onEvent(message) {
       if (data.kind !== "tool" && data.kind !== "llm" && graph.has(id)) {
         graph.setState(id, data.status === "failed" ? "failed" : data.status === "running" ? "running" : "done");
         graph.addHit(id);
+        if (data.status !== "running") ui.endedNodes.set(id, message.seq ?? 0);
       }
       const end = data.ended_at || message.time;
       const start = data.started_at || end;

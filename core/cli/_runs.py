@@ -807,6 +807,13 @@ def runs_replay(
     """Replay the recorded steps of run ID (and its nested runs) as before/after events."""
     with _open(db) as ctx:
         run = ctx.run(run_id)
+        if from_step is not None:
+            numbers = [s.step for s in ctx.store.get_steps(run.run_id, values=False)]
+            if from_step not in numbers:  # as runs state --step refuses it
+                known = "it has no steps"
+                if numbers:
+                    known = f"its steps are {min(numbers)}..{max(numbers)}"
+                raise CliError(f"run {short_id(run.run_id)} has no step {from_step}; {known}")
         events = _replay_events(ctx, run, kinds, from_step)
     if as_json:
         emit_json("runs replay", {"run_id": run.run_id, "events": events})

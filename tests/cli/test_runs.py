@@ -461,6 +461,8 @@ def test_replay_prints_events_in_order(run_cli: Cli, recorded: dict[str, str]) -
 def test_replay_options(run_cli: Cli, recorded: dict[str, str]) -> None:
     out = run_cli("runs", "replay", recorded["linear"], "--from-step", "3").stdout
     assert "2 events" in out and "'alpha'" not in out
+    refused = run_cli.error("runs", "replay", recorded["linear"], "--from-step", "50")
+    assert f"run {recorded['linear'][:8]} has no step 50; its steps are 1..3" in refused
     out = run_cli("runs", "replay", recorded["fan"], "--timed", "--speed", "1000x").stdout
     assert "14 events" in out  # five steps of fan and two of the nested run
     assert re.search(r"^\+\s*[\d.]+s\s+before  node 'inner1'", out, flags=re.M)  # nested

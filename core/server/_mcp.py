@@ -283,11 +283,13 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.remove_breakpoint(breakpoint_id).model_dump(mode="json")
 
     @tool
-    def start_run(input: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start a run of the program with `input` (a JSON object: the graph's initial state).
-        It runs in the background; call wait_for_stop next to see where it stops or how it
-        ends."""
-        return service.start(p.StartRun(input=input)).model_dump(mode="json")
+    def start_run(input: Any = None, config: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Start a run of the program with `input`: what its framework starts from (a graph's
+        initial state as a JSON object; a LlamaIndex workflow's start event fields, an object;
+        an OpenAI agent's user message, a string). `config`: the run's config as `flowdbg run
+        --config` takes it (an OpenAI agent's {"context": {...}, "max_turns": 5}). It runs in
+        the background; call wait_for_stop next to see where it stops or how it ends."""
+        return service.start(p.StartRun(input=input, config=config)).model_dump(mode="json")
 
     @tool
     def wait_for_stop(

@@ -299,6 +299,7 @@ class Service:
         options = RunOptions(config=req.config)
         self.adapter.check_run(self.target, options)
         value = {} if req.input is None else req.input
+        self.adapter.check_input(self.target, value)  # refused before anything runs
         adapter = self.adapter
         run = adapter.ainvoke if adapter.is_async(self.target) else adapter.invoke
         handle = self.dbg.start(run, self.target, value, options)

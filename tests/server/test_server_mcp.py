@@ -189,6 +189,11 @@ def test_tools_are_described_for_an_agent(tmp_path: Path) -> None:
         "run_divergence",
     ):
         assert len(tools[name].description or "") > 40, name
+    # a run starts from any JSON its framework takes (an agent's message is a string), with
+    # the config flowdbg run --config takes (an agent's run context)
+    start = tools["start_run"].input_schema["properties"]
+    assert "type" not in start["input"] or start["input"]["type"] != "object"
+    assert "config" in start
     schema = tools["resume"].input_schema
     assert schema["properties"]["action"]["enum"] == [
         "continue",

@@ -770,23 +770,17 @@ def _args_checker(workflow: Any, name: str) -> Callable[[Unit, str, Any], None]:
     """The ``check_edit`` of a call of the agent tool ``name``: the arguments must fit the
     tool's schema (``metadata.fn_schema``, from the function's signature), as its model would
     send them. LlamaIndex calls the tool with the arguments as they are (``FunctionTool.acall``
-    validates nothing), so an edit the schema refuses would fail in the tool, or worse."""
-    from flowdbg.adapters.llamaindex._describe import _agents
-
-    schema = None
-    for agent in _agents(workflow) or ():
-        for tool in getattr(agent, "tools", None) or ():
-            metadata = getattr(tool, "metadata", None)
-            if getattr(metadata, "name", None) == name:
-                schema = getattr(metadata, "fn_schema", None)
-                break
-    fields = getattr(schema, "model_fields", None)
-    if schema is None or not isinstance(fields, dict):  # a retrieved tool: known as it runs
-        return _check_args
+    validates nothing), so an edit the schema refuses would fail in the tool, or worse. The
+    schema is looked up at the first edit, not at each call (a call nobody edits pays
+    nothing); a tool no agent lists (a retrieved one) is checked for a mapping only."""
 
     def check(unit: Unit, which: str, payload: Any) -> None:
         _check_args(unit, which, payload)
         if which != "input":
+            return
+        schema = _tool_schema(workflow, name)
+        fields = getattr(schema, "model_fields", None)
+        if schema is None or not isinstance(fields, dict):
             return
         unknown = [key for key in payload if key not in fields]
         if unknown:
@@ -809,6 +803,18 @@ def _args_checker(workflow: Any, name: str) -> Callable[[Unit, str, Any], None]:
             ) from exc
 
     return check
+
+
+def _tool_schema(workflow: Any, name: str) -> Any:
+    """The ``fn_schema`` of the tool ``name`` of the agents ``workflow`` runs, or ``None``."""
+    from flowdbg.adapters.llamaindex._describe import _agents
+
+    for agent in _agents(workflow) or ():
+        for tool in getattr(agent, "tools", None) or ():
+            metadata = getattr(tool, "metadata", None)
+            if getattr(metadata, "name", None) == name:
+                return getattr(metadata, "fn_schema", None)
+    return None
 
 
 def _tool_result(outputs: list[Any]) -> tuple[int, Any] | None:

@@ -636,6 +636,7 @@ class Store(abc.ABC):
         self, rows_a: list[DiffRow], rows_b: list[DiffRow], rules: IgnoreRules | None = None
     ) -> Divergence | None:
         rules = IgnoreRules() if rules is None else rules
+        quiet: IgnoreRules | None = None  # made once, when outputs are first compared
         for index in range(max(len(rows_a), len(rows_b))):
             if index >= len(rows_a) or index >= len(rows_b):
                 longer, name, other = (
@@ -693,7 +694,8 @@ class Store(abc.ABC):
                 # that no state holds (a tool's result, an agent's answer, an emitted event);
                 # what it returned is compared as an update of the state: the same globs
                 # apply, and what they leave out here is not tallied twice
-                quiet = IgnoreRules(rules.patterns, strict=rules.strict)
+                if quiet is None:
+                    quiet = IgnoreRules(rules.patterns, strict=rules.strict)
                 paths = self._value_paths(row_a.output, row_b.output, quiet)
                 paths = None if paths is None else _prefixed("output", paths)
                 what = "output of"

@@ -45,6 +45,10 @@ class _Held:
         #: calls units (see _llm.py)
         self.llms: list[Any] = []
         self.patches: list[Any] = []
+        #: the tools it holds, and the patches that make the calls its steps make units
+        #: (see _tools.py)
+        self.tools: list[Any] = []
+        self.tool_patches: list[Any] = []
 
 
 _HELD: dict[int, _Held] = {}
@@ -126,6 +130,7 @@ class LlamaIndexAdapter(Adapter):
     def _acquire(self, workflow: Any, debugger: Debugger, owner: Any, seen: set[int]) -> None:
         from flowdbg.adapters.llamaindex._hooks import DebugRuntime
         from flowdbg.adapters.llamaindex._llm import hold_llms, llms_of
+        from flowdbg.adapters.llamaindex._tools import hold_tools, tools_of
 
         if id(workflow) in seen:
             return
@@ -144,6 +149,8 @@ class LlamaIndexAdapter(Adapter):
         workflow._runtime = runtime
         held.llms = llms_of(workflow)
         held.patches = hold_llms(held.llms)
+        held.tools = tools_of(workflow)
+        held.tool_patches = hold_tools(held.tools)
         for child in _children(workflow):
             self._acquire(child, debugger, id(workflow), seen)
             held.children.append(child)
@@ -167,6 +174,10 @@ class LlamaIndexAdapter(Adapter):
             from flowdbg.adapters.llamaindex._llm import release_llms
 
             release_llms(held.llms, held.patches)
+        if held.tools:
+            from flowdbg.adapters.llamaindex._tools import release_tools
+
+            release_tools(held.tools, held.tool_patches)
         for child in held.children:
             self._release(child, id(workflow))
 

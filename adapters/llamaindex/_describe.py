@@ -29,7 +29,8 @@ def describe(workflow: Any) -> dict[str, Any]:
         node is ``{"name", "subgraph", "retry", "accepts", "returns", "workers"}``. For a
         llama-index-core agent (or ``AgentWorkflow``) also ``tools`` (the tools it can call,
         unless a tool retriever picks them) and, on ``run_agent_step``, ``model`` (the name
-        its model calls take; a list for several agents' models).
+        its model calls take; a list for several agents' models); for another workflow that
+        holds llama-index-core tools, ``tools`` (those its steps may call).
     """
     from workflows.events import StartEvent, StopEvent
 
@@ -119,6 +120,12 @@ def describe(workflow: Any) -> dict[str, Any]:
         for node in nodes:
             if node["name"] == "run_agent_step" and models:  # the step asking the model
                 node["model"] = models[0] if len(models) == 1 else models
+    else:
+        from flowdbg.adapters.llamaindex._tools import tool_name, tools_of
+
+        held = list(dict.fromkeys(tool_name(tool) for tool in tools_of(workflow)))
+        if held:  # the tools its steps call themselves (await tool.acall: _tools.py)
+            described["tools"] = [{"name": name} for name in held]
     return described
 
 

@@ -773,12 +773,18 @@ def _args_checker(workflow: Any, name: str) -> Callable[[Unit, str, Any], None]:
     validates nothing), so an edit the schema refuses would fail in the tool, or worse. The
     schema is looked up at the first edit, not at each call (a call nobody edits pays
     nothing); a tool no agent lists (a retrieved one) is checked for a mapping only."""
+    return schema_checker(name, lambda: _tool_schema(workflow, name))
+
+
+def schema_checker(name: str, get_schema: Callable[[], Any]) -> Callable[[Unit, str, Any], None]:
+    """The ``check_edit`` of a call of the tool ``name`` whose argument schema (a pydantic
+    model, or ``None``: a mapping is all that is checked) ``get_schema()`` gives."""
 
     def check(unit: Unit, which: str, payload: Any) -> None:
         _check_args(unit, which, payload)
         if which != "input":
             return
-        schema = _tool_schema(workflow, name)
+        schema = get_schema()
         fields = getattr(schema, "model_fields", None)
         if schema is None or not isinstance(fields, dict):
             return
@@ -826,6 +832,16 @@ def _tool_result(outputs: list[Any]) -> tuple[int, Any] | None:
     return None
 
 
+def with_result(output: Any, result: Any) -> Any:
+    """A copy of the ``ToolOutput`` ``output`` whose result is ``result``: its raw output, and
+    the text an agent reads (llama-index-core 0.14: ``content``, a property over the output's
+    blocks)."""
+    new_output = output.model_copy()
+    new_output.raw_output = result
+    new_output.content = str(result)
+    return new_output
+
+
 async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> list[Any]:
     """The tool unit's error or after point, from the result its step returned; an edit of the
     result replaces the tool's output in that event."""
@@ -845,10 +861,7 @@ async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> 
     edited = await _held(run, tool.aafter(output=value, state=state))
     if edited is value:
         return outputs
-    new_output = output.model_copy()
-    new_output.raw_output = edited
-    # what the agent reads (llama-index-core 0.14: a property over the output's blocks)
-    new_output.content = str(edited)
+    new_output = with_result(output, edited)
     outputs = list(outputs)
     outputs[index] = outputs[index].model_copy(
         update={"result": result.model_copy(update={"tool_output": new_output})}

@@ -313,6 +313,71 @@ def slow(started: threading.Event, gate: threading.Event) -> Workflow:
     return Slow(timeout=60)
 
 
+# -- tools -------------------------------------------------------------------------------------
+
+
+class Called(Event):
+    pass
+
+
+def tools_workflow() -> Workflow:
+    """A step that calls its model and two tools itself (``await llm.achat``, ``await
+    tool.acall``), as a workflow written from scratch does; needs llama-index-core (tox env
+    ``llamaindex_core``), for the model and the tools."""
+    try:
+        from llama_index.core.base.llms.types import ChatMessage, CompletionResponse
+        from llama_index.core.llms import MockLLM
+        from llama_index.core.tools import FunctionTool
+    except ImportError as exc:
+        raise NotImplementedError(
+            f"llama-index-core is not installed ({exc}): models and tools are its classes "
+            "(tox -e llamaindex_core runs these tests)"
+        ) from None
+
+    class chat(MockLLM):  # an llm unit is named after its model's class
+        def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+            return CompletionResponse(text="search, then clean up")
+
+    async def search(query: str) -> str:
+        """Search the web."""
+        return f"results for {query}"
+
+    async def shell(cmd: str) -> str:
+        """Run a shell command."""
+        return f"ran {cmd}"
+
+    class Tools(Workflow):
+        def __init__(self, llm: Any, tools: list[Any], **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.llm = llm
+            self.tools = {tool.metadata.name: tool for tool in tools}
+
+        @step
+        async def agent(self, ctx: Context, ev: StartEvent) -> Called:
+            s = await received(ctx, ev)
+            reply = await self.llm.achat([ChatMessage(role="user", content=s["q"])])
+            found = await self.tools["search"].acall(query=s["q"])
+            ran = await self.tools["shell"].acall(cmd="rm -rf /tmp/cache")
+            return await wrote(
+                ctx,
+                Called,
+                reply=reply.message.content,
+                found=found.raw_output,
+                ran=ran.raw_output,
+            )
+
+        @step
+        async def done(self, ctx: Context, ev: Called) -> Done:
+            await received(ctx, ev)
+            return await wrote(ctx, Done, finished=True)
+
+    tools = [
+        FunctionTool.from_defaults(async_fn=search, name="search"),
+        FunctionTool.from_defaults(async_fn=shell, name="shell"),
+    ]
+    return Tools(chat(), tools, timeout=30)
+
+
 class LlamaIndexFixtures(AdapterFixtures):
     """The canonical scenarios, built natively as LlamaIndex workflows."""
 
@@ -352,12 +417,10 @@ class LlamaIndexFixtures(AdapterFixtures):
         return scn
 
     def build_tools(self) -> Scenario:
-        raise NotImplementedError(
-            "a LlamaIndex agent calls each tool in a call_tool step of its own, not inside the "
-            "step that chose it (as the scenario's 'agent' unit does, which the tool and llm "
-            "tests assume); tests/adapters/llamaindex/test_agents.py covers tool units and "
-            "test_li_llm.py llm units on FunctionAgent, ReActAgent and AgentWorkflow"
-        )
+        return _scenario(tools_workflow(), {"q": "flights"})
+
+    def reply_text(self, output: Any) -> Any:
+        return getattr(output, "content", output)  # an llm unit's output is the reply message
 
 
 class TestLlamaIndexBreakpoints(LlamaIndexFixtures, AbstractBreakpointTests):

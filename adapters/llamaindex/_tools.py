@@ -3,9 +3,9 @@
 A LlamaIndex agent (``FunctionAgent``, ``ReActAgent``, ``AgentWorkflow``) calls each tool in a
 ``call_tool`` step that receives a ``ToolCall`` event: ``_hooks.py`` makes that step's tool unit
 from the event. A workflow written from scratch calls the tools it holds itself, inside the
-step that decided to (``await tool.acall(**tool_call.tool_kwargs)``, as LlamaIndex's own
-"agent from scratch" examples do): those calls are units here, one level inside the step, the
-way model calls are (``_llm.py``: the same reasoning for where the hook sits).
+step that decided to (``await tool.acall(**tool_call.tool_kwargs)`` in an agent built from
+scratch): those calls are units here, one level inside the step, the way model calls are
+(``_llm.py``: the same reasoning for where the hook sits).
 
 The hook: ``acall`` replaced on the classes of the tools an attached workflow holds
 (:func:`flowdbg.patching.patch`: shared, counted, put back exactly by the last holder). The

@@ -31,19 +31,13 @@ import flowdbg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument(
-    "workload", choices=["openai_run", "openai_streamed", "llamaindex", "langgraph", "stategraph"]
-)
-parser.add_argument("--runs", type=int, default=30)
-parser.add_argument("--rounds", type=int, default=7)
-args = parser.parse_args()
-which, runs, rounds = args.workload, args.runs, args.rounds
-tmp = Path(tempfile.mkdtemp(prefix="flowdbg-bench-"))
-loop = asyncio.new_event_loop()
+WORKLOADS = ("openai_run", "openai_streamed", "llamaindex", "langgraph", "stategraph")
 
 
-def make() -> tuple[Any, Callable[[Any], Any]]:
+def make(
+    which: str, runs: int, rounds: int, loop: asyncio.AbstractEventLoop
+) -> tuple[Any, Callable[[Any], Any]]:
+    """A fresh target of ``which`` and the call that runs it once."""
     if which.startswith("openai"):
         import openai_agents_overhead as b
 
@@ -69,47 +63,70 @@ def make() -> tuple[Any, Callable[[Any], Any]]:
 
         app = b.linear_graph()
         return app, lambda a: a.invoke({"x": 0})
-    raise AssertionError(which)
+    raise ValueError(f"unknown workload {which!r}; one of {', '.join(WORKLOADS)}")
 
 
-V: dict[str, tuple[Any, Callable[[Any], Any], flowdbg.Debugger | None]] = {}
-for name in ("bare", "attached", "rec_now", "rec_lull"):
-    obj, call = make()
-    dbg = None
-    if name == "attached":
-        dbg = flowdbg.Debugger(record=False)
-    elif name.startswith("rec"):
-        dbg = flowdbg.Debugger(db=tmp / f"{name}.db")
-        if name == "rec_now":
-            assert dbg.recorder is not None
-            dbg.recorder.quiet = 0
-    if dbg is not None:
-        r = dbg.attach(obj)
-        obj = r if r is not None else obj
-    V[name] = (obj, call, dbg)
-for obj, call, _ in V.values():  # warm up
-    call(obj)
-    call(obj)
-S: dict[str, list[float]] = {}
-for _round in range(rounds):
-    for name, (obj, call, dbg) in V.items():
-        gc.collect()
-        t = time.perf_counter()
-        for _ in range(runs):
+def measure(which: str, runs: int, rounds: int, tmp: Path) -> dict[str, Any]:
+    """The four variants of ``which`` in interleaved rounds: medians of µs per run."""
+    loop = asyncio.new_event_loop()
+    variants: dict[str, tuple[Any, Callable[[Any], Any], flowdbg.Debugger | None]] = {}
+    try:
+        for name in ("bare", "attached", "rec_now", "rec_lull"):
+            obj, call = make(which, runs, rounds, loop)
+            dbg = None
+            if name == "attached":
+                dbg = flowdbg.Debugger(record=False)
+            elif name.startswith("rec"):
+                dbg = flowdbg.Debugger(db=tmp / f"{name}.db")
+                if name == "rec_now":
+                    assert dbg.recorder is not None
+                    dbg.recorder.quiet = 0
+            if dbg is not None:
+                attached = dbg.attach(obj)
+                obj = attached if attached is not None else obj
+            variants[name] = (obj, call, dbg)
+        for obj, call, _ in variants.values():  # warm up
             call(obj)
-        if dbg is not None and dbg.store is not None:
-            assert dbg.flush(60)
-        S.setdefault(name, []).append((time.perf_counter() - t) / runs * 1e6)
-for _, _, dbg in V.values():
-    if dbg is not None:
-        dbg.close()
-medians = {k: statistics.median(v) for k, v in S.items()}
-out = {
-    "workload": which,
-    "runs_per_round": runs,
-    "rounds": rounds,
-    "us_per_run": {k: round(v, 1) for k, v in medians.items()},
-    "ratio_to_bare": {k: round(v / medians["bare"], 3) for k, v in medians.items()},
-}
-json.dump(out, sys.stdout, indent=2)
-sys.stdout.write("\n")
+            call(obj)
+        samples: dict[str, list[float]] = {}
+        for _round in range(rounds):
+            for name, (obj, call, dbg) in variants.items():
+                gc.collect()
+                start = time.perf_counter()
+                for _ in range(runs):
+                    call(obj)
+                if dbg is not None and dbg.store is not None:
+                    assert dbg.flush(60)
+                samples.setdefault(name, []).append((time.perf_counter() - start) / runs * 1e6)
+    finally:
+        for _, _, dbg in variants.values():
+            if dbg is not None:
+                dbg.close()
+        loop.close()
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    return {
+        "workload": which,
+        "runs_per_round": runs,
+        "rounds": rounds,
+        "us_per_run": {name: round(value, 1) for name, value in medians.items()},
+        "ratio_to_bare": {
+            name: round(value / medians["bare"], 3) for name, value in medians.items()
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload", choices=WORKLOADS)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="flowdbg-bench-") as tmp:
+        out = measure(args.workload, args.runs, args.rounds, Path(tmp))
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

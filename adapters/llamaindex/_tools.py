@@ -214,11 +214,12 @@ async def _call(
         raise
     finally:
         _CALLING.reset(token)
-    result = getattr(output, "raw_output", output)
+    is_output = hasattr(output, "raw_output")  # a ToolOutput (a tool of one's own may differ)
+    result = output.raw_output if is_output else output
     edited_result = await _held(run, unit.aafter(output=result, state=state))
     if edited_result is result:
         return output
-    return with_result(output, edited_result)
+    return with_result(output, edited_result) if is_output else edited_result
 
 
 def _positional(unit: Unit, which: str, payload: Any) -> None:

@@ -241,3 +241,40 @@ def test_detach_puts_the_tool_class_back_and_a_detached_run_calls_the_tool_direc
 
     assert asyncio.run(go())["raw"] == "3 results for flowdbg"
     assert dbg.wait_for_stop(0.2) is None
+
+
+def test_a_tool_of_ones_own_that_returns_a_plain_value_gets_the_edited_value(
+    dbg: flowdbg.Debugger,
+) -> None:
+    from llama_index.core.tools import ToolMetadata
+    from llama_index.core.tools.types import AsyncBaseTool
+
+    class Upper(AsyncBaseTool):
+        @property
+        def metadata(self) -> ToolMetadata:
+            return ToolMetadata(name="upper", description="Upper-case a text.")
+
+        def call(self, input: Any) -> Any:
+            return str(input).upper()
+
+        async def acall(self, input: Any) -> Any:
+            return str(input).upper()  # not a ToolOutput
+
+    class Shout(Workflow):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.upper = Upper()
+
+        @step
+        async def shout(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=await self.upper.acall(input="hey"))
+
+    wf = Shout(timeout=30)
+    dbg.attach(wf)
+    dbg.break_after("upper", kind="tool")
+    run = start(dbg, wf)
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.output == "HEY"
+    dbg.set("", "quiet")
+    dbg.resume()
+    assert run.result(WAIT) == "quiet"

@@ -754,9 +754,15 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
             return await call(ctx, args)
         return await run.call_tool(tool, call, ctx, args)
 
-    # the SDK reads the wrapped invoker's signature to choose the context it passes
-    # (tool.py, _get_function_tool_invoke_context): keep the original's
+    # The SDK reads the invoker's signature (inspect.signature, which follows __wrapped__) and
+    # its type hints (typing.get_type_hints, which reads the wrapper's own __annotations__ and
+    # resolves them in the unwrapped function's globals) at every call to choose the context it
+    # passes (tool.py, _get_function_tool_invoke_context): the wrapper carries the original's
+    # annotations, or none for an invoker without any (the SDK's own is a callable object, whose
+    # hints cannot be read): the same choice as without flowdbg, and no annotation of this
+    # module compiled at each call.
     functools.update_wrapper(invoke, original, assigned=("__doc__",), updated=())
+    invoke.__annotations__ = dict(getattr(original, "__annotations__", None) or {})
     invoke.__wrapped__ = original  # type: ignore[attr-defined]
     return invoke
 

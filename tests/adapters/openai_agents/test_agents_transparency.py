@@ -16,6 +16,7 @@ pytest.importorskip("agents", reason="the openai-agents extra is not installed")
 import oa_helpers as oa
 from agents import (
     Agent,
+    FunctionTool,
     GuardrailFunctionOutput,
     RunContextWrapper,
     Runner,
@@ -198,6 +199,27 @@ def _max_turns_handled() -> tuple[Agent[Any], dict[str, Any]]:
     }
 
 
+def _narrow_invoker() -> tuple[Agent[Any], dict[str, Any]]:
+    # A tool whose invoker declares the narrower RunContextWrapper contract: the SDK reads the
+    # invoker's signature and type hints at each call (tool.py,
+    # _get_function_tool_invoke_context) and passes it a plain RunContextWrapper, not the
+    # ToolContext; a wrapper around the invoker must lead it to the same choice.
+    async def invoke(ctx: RunContextWrapper[Any], args: str) -> str:
+        return type(ctx).__name__
+
+    tool = FunctionTool(
+        name="kind",
+        description="The kind of context the tool gets.",
+        params_json_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        on_invoke_tool=invoke,
+    )
+    return oa.agent(
+        "narrow",
+        [oa.calls(("kind", {}, "c1")), *oa.answer(lambda c: oa.outputs(c)[-1])],
+        tools=[tool],
+    ), {}
+
+
 SCENARIOS: dict[str, Callable[[], tuple[Agent[Any], dict[str, Any]]]] = {
     "one_answer": _one_answer,
     "one_tool": _one_tool,
@@ -213,6 +235,7 @@ SCENARIOS: dict[str, Callable[[], tuple[Agent[Any], dict[str, Any]]]] = {
     "output_guardrail": _output_guardrail,
     "approval": _approval,
     "max_turns_handled": _max_turns_handled,
+    "narrow_invoker": _narrow_invoker,
 }
 
 

@@ -16,7 +16,10 @@ shared and noisy: compare the ratios, which are taken within one run):
 - ``bare``: the workflow as built;
 - ``attached``: attached to a Debugger, no breakpoints, recording off;
 - ``recording``: attached with recording on (SQLite in a temporary directory), including the
-  recorder's writer thread catching up (``dbg.flush()`` after each round).
+  recorder's writer thread catching up (``dbg.flush()`` after each round);
+- ``attached_keep1`` (only when asked for with ``--variants``): attached to a Debugger that
+  keeps one finished run in memory (``keep_runs=1``) instead of 20: what the run log's
+  history costs in garbage collection.
 
 Each figure is the median over the rounds of µs per step invocation; ratios are to ``bare``.
 ``--latency MS`` makes every step wait MS milliseconds (``asyncio.sleep``), as a step that
@@ -191,6 +194,7 @@ def measure(
         "fanout": (lambda: FanOut(timeout=None), {}, 1 + FANOUT + FANOUT),
     }
     dbg_plain = flowdbg.Debugger(record=False)
+    dbg_keep1 = flowdbg.Debugger(record=False, keep_runs=1)
     dbg_rec = flowdbg.Debugger(db=workdir / "flowdbg.db")
     loop = asyncio.new_event_loop()
     out: dict[str, Any] = {}
@@ -202,6 +206,10 @@ def measure(
                 attached = build()
                 dbg_plain.attach(attached)
                 variants["attached"] = (attached, None)
+            if "attached_keep1" in wanted:
+                kept = build()
+                dbg_keep1.attach(kept)
+                variants["attached_keep1"] = (kept, None)
             if "recording" in wanted:
                 recorded = build()
                 dbg_rec.attach(recorded)
@@ -235,6 +243,7 @@ def measure(
     finally:
         loop.close()
         dbg_plain.close()
+        dbg_keep1.close()
         dbg_rec.close()
     return out
 
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     global LATENCY
     LATENCY = args.latency / 1000
     wanted = tuple(v for v in args.variants.split(",") if v and v != "bare")
-    unknown = set(wanted) - {"attached", "recording"}
+    unknown = set(wanted) - {"attached", "recording", "attached_keep1"}
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -186,6 +186,7 @@ class Controller:
         *,
         stop_on_entry: bool = False,
         idle_timeout: float | None = None,
+        keep: int = 20,
     ) -> None:
         #: the plugins' hooks: the controller tells them of runs, points, stops and steps
         self.hooks = hooks
@@ -222,7 +223,7 @@ class Controller:
         #: their before point (observers of ``flowdbg_on_unit_start``), or ``None``
         self.on_unit_start: Callable[[Unit], None] | None = None
         #: the last finished top-level runs, newest last (their run logs are kept in memory)
-        self.history: collections.deque[RunScope] = collections.deque(maxlen=20)
+        self.history: collections.deque[RunScope] = collections.deque(maxlen=keep)
         #: True when nothing can stop, log or observe: every point returns at once.
         self.quiet = True
         hooks.listen(self._hooks_changed)
@@ -357,9 +358,12 @@ class Controller:
         if scope.parent_unit is None:
             with self._lock:
                 history = self.history
-                if len(history) == history.maxlen:
-                    history.popleft()._release()  # frees it now, not in a garbage collection
-                history.append(scope)
+                if not history.maxlen:  # nothing kept: freed now
+                    scope._release()
+                else:
+                    if len(history) == history.maxlen:
+                        history.popleft()._release()  # freed now, not in a garbage collection
+                    history.append(scope)
                 self._roots.pop(info.run_id, None)
                 if self.running:  # units an adapter never closed do not outlive their run
                     self.running.difference_update(

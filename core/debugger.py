@@ -201,9 +201,16 @@ class Debugger:
         until the writer has written a quarter of the queue, so a run that outruns the writer
         slows down for a moment and no step is lost; ``"drop"``: new steps are dropped (counted
         in ``dbg.recorder.dropped``, one warning), and the run never waits.
+    :param keep_runs: how many finished top-level runs :attr:`runs` keeps in memory, with
+        their units and values (20 by default); older runs are in the store, if recording. Each
+        kept run holds its values (and a framework's objects among them) alive: a process that
+        runs many small workflows attached pays the garbage collector's scans of them
+        (bench/RESULTS.md); ``1`` keeps only the last run, ``0`` none (a finished run's log is
+        then only in the store).
     :raises flowdbg.store.StoreError: when recording is on and the database given as ``db``
         cannot be used.
-    :raises ValueError: for an unknown ``record_overflow`` or a ``record_queue`` below 1.
+    :raises ValueError: for an unknown ``record_overflow``, a ``record_queue`` below 1 or a
+        negative ``keep_runs``.
     """
 
     def __init__(
@@ -217,7 +224,10 @@ class Debugger:
         redact: Iterable[str] | None = None,
         record_queue: int = 200_000,
         record_overflow: str = "wait",
+        keep_runs: int = 20,
     ) -> None:
+        if isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 0:
+            raise ValueError(f"keep_runs must be an int of 0 or more, got {keep_runs!r}")
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive seconds or None, got {idle_timeout!r}")
         if record_overflow not in OVERFLOW:
@@ -229,7 +239,9 @@ class Debugger:
             raise ValueError(f"record_queue must be a positive int, got {record_queue!r}")
         self._pm, entry_points = make_plugin_manager(plugins)
         self._hooks = Hooks(self._pm, self)
-        self._ctl = Controller(self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout)
+        self._ctl = Controller(
+            self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout, keep=keep_runs
+        )
         self._attached: dict[int, tuple[Any, Adapter]] = {}
         #: the reference of each attached target (given, or looked up at its first run)
         self._refs: dict[int, str | None] = {}
@@ -271,8 +283,8 @@ class Debugger:
 
     @property
     def runs(self) -> list[RunLog]:
-        """The run log of the top-level runs of this debugger (running and the last 20 finished),
-        oldest first."""
+        """The run log of the top-level runs of this debugger (running and the last
+        ``keep_runs`` finished, 20 by default), oldest first."""
         scopes = [*self._ctl.history, *self._ctl.active_runs]
         scopes.sort(key=lambda s: s.info.started_at)
         return [run_log(s) for s in scopes]

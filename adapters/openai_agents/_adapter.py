@@ -297,6 +297,9 @@ def _make_run_streamed(original: Any) -> Any:
             raise
         finally:
             ACTIVE.reset(token)
+        agent_run.result = result
+        if agent_run.scope.parent_unit is None:
+            agent_run.scope.cancelled_by_caller = agent_run.cancelled
         task = getattr(result, "run_loop_task", None)
         if task is None:  # an SDK without the public task: the run ends with the stream
             _unwrap_run_tools(tools)

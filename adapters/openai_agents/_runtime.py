@@ -795,7 +795,7 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
                 return _timed_call(timed, original, c, a)
         else:
             call = original
-        if run is None or run.scope.released:
+        if run is None or run.scope.root.released:  # (detached or uninstalled meanwhile)
             return await call(ctx, args)
         return await run.call_tool(tool, call, ctx, args)
 

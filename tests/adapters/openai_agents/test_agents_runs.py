@@ -1098,3 +1098,44 @@ def test_an_installed_debugger_reports_tool_calls(dbg: flowdbg.Debugger, entry: 
     for tool, invoker, timeout in tools.values():
         assert (tool.on_invoke_tool, tool.timeout_seconds) == (invoker, timeout)
     dbg.uninstall()
+
+
+def test_uninstalling_while_a_run_goes_on_lets_it_go_undebugged(
+    dbg: flowdbg.Debugger, caplog: pytest.LogCaptureFixture
+) -> None:
+    effects: list[str] = []
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather."""
+        effects.append(city)
+        return f"sunny in {city}"
+
+    agent = oa.agent(
+        "weather",
+        [
+            oa.calls(("lookup", {"city": "Oslo"}, "c1")),
+            oa.calls(("lookup", {"city": "Rome"}, "c2")),
+            *oa.answer(lambda call: " | ".join(oa.outputs(call))),
+        ],
+        tools=[lookup],
+    )
+    invoker = lookup.on_invoke_tool
+    dbg.install("openai_agents")
+    dbg.break_on_tool("lookup")
+    run = dbg.start(lambda: oa.run_sync(agent, "weather?"))
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.input == {"city": "Oslo"}
+    with caplog.at_level("WARNING", logger="flowdbg"):
+        dbg.uninstall()
+    # the held call goes on at once, and the next one passes straight through the wrapper
+    assert not stop.is_open
+    assert f"uninstalled 'openai_agents' while 1 of its runs' branches were held ({stop.id})" in (
+        caplog.text
+    )
+    assert run.result(WAIT).final_output == "sunny in Oslo | sunny in Rome"
+    assert dbg.wait_for_stop(0.1) is None
+    assert effects == ["Oslo", "Rome"]
+    (log,) = dbg.runs
+    assert [s.input for s in log.steps if s.kind == "tool"] == [{"city": "Oslo"}]
+    assert lookup.on_invoke_tool is invoker  # put back when the run ended

@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowdbg.errors import EditRefused, Terminated, validation_details
+from flowdbg.errors import EditRefused, Terminated, refuse_unknown_arguments, validation_details
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -147,11 +147,10 @@ def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | No
         return f"tool {tool!r} takes a JSON object of arguments, not {type(args).__name__}"
     props = schema.get("properties") or {}
     if schema.get("additionalProperties") is False or props:
-        unknown = [k for k in args if k not in props]
-        if unknown:
-            return (
-                f"tool {tool!r} takes no argument {unknown[0]!r}; its arguments are {sorted(props)}"
-            )
+        try:
+            refuse_unknown_arguments(f"tool {tool!r}", args, list(props))
+        except EditRefused as exc:
+            return str(exc)
     missing = [k for k in schema.get("required") or () if k not in args]
     if missing:
         return f"tool {tool!r} needs its argument {missing[0]!r}"

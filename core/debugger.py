@@ -434,13 +434,33 @@ class Debugger:
             self._installed[adapter] = info.adapter
 
     def uninstall(self, adapter: str | None = None) -> None:
-        """Undo :meth:`install` of ``adapter`` (of every adapter with ``None``)."""
+        """Undo :meth:`install` of ``adapter`` (of every adapter with ``None``).
+
+        Runs the installation debugs (runs of no attached target) that are held at a stop, or
+        still running, go on undebugged, as :meth:`detach` lets a target's runs go: their
+        stops resume and no point of theirs stops again (a warning names the stops let go).
+        """
+        removed: list[str] = []
         with LOCK:
             names = list(self._installed) if adapter is None else [adapter]
             for name in names:
                 installed = self._installed.pop(name, None)
                 if installed is not None:
                     installed.uninstall(self)
+                    removed.append(name)
+        if not removed:
+            return
+        held = self._ctl.release(
+            lambda scope: scope.target is None and scope.info.framework in removed
+        )
+        if held:
+            log.warning(
+                "uninstalled %s while %d of its runs' branches were held (%s): they go on "
+                "undebugged",
+                ", ".join(repr(name) for name in removed),
+                len(held),
+                ", ".join(stop.id for stop in held),
+            )
 
     @property
     def installed(self) -> list[str]:

@@ -7,6 +7,9 @@ sentence, what was wrong and how to fix it. :class:`Terminated` is the exception
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import Any
+
 __all__ = [
     "AdapterError",
     "AdapterNotFound",
@@ -21,6 +24,7 @@ __all__ = [
     "RunOptionError",
     "StopNotFound",
     "Terminated",
+    "refuse_unknown_arguments",
     "validation_details",
 ]
 
@@ -101,6 +105,23 @@ def validation_details(exc: BaseException) -> str:
         if isinstance(e, dict)
     )
     return details or str(exc)
+
+
+def refuse_unknown_arguments(what: str, given: Iterable[Any], known: Collection[str]) -> None:
+    """Refuse an edit of a call's arguments that names one the callee does not take, in the
+    words every adapter uses: the first unknown name, then the names it takes. For the
+    ``check_edit`` of a tool or function call (the type checks are the adapter's: each
+    framework validates arguments its own way).
+
+    :param what: the callee as the message names it, e.g. ``"tool 'search'"``.
+    :param given: the argument names of the edited arguments, in their order.
+    :param known: the argument names the callee takes, in the order to list them.
+    :raises EditRefused: when a name of ``given`` is not in ``known``.
+    """
+    for name in given:
+        if name not in known:
+            listed = ", ".join(str(k) for k in known) or "none"
+            raise EditRefused(f"{what} takes no argument {name!r}; its arguments are {listed}")
 
 
 class NotStoppedError(FlowdbgError, RuntimeError):

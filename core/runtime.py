@@ -101,6 +101,7 @@ class RunScope:
         "_unsettled",
         "adapter_data",
         "calls",
+        "cancelled_by_caller",
         "check_edit",
         "children",
         "ctl",
@@ -138,6 +139,13 @@ class RunScope:
         self.check_edit: Callable[[Unit, str, Any], None] | None = None
         #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
         self.adapter_data: Any = None
+        #: set by an adapter whose framework lets the run's caller cancel it on purpose (a
+        #: streamed OpenAI Agents run's ``result.cancel()``), on the top-level run:
+        #: ``cancelled_by_caller(exc)`` gives the :class:`flowdbg.Terminated` that a
+        #: cancellation ``exc`` leaving a unit of the run tree ends the unit with (status
+        #: ``terminated``, not ``failed``) when the caller cancelled the run, else ``None``.
+        #: The exception raised on is still ``exc``: the framework's own cancellation goes on.
+        self.cancelled_by_caller: Callable[[BaseException], BaseException | None] | None = None
         #: a rerun's recorded model and tool calls (top-level runs of a rerun only; see
         #: :meth:`Unit.recorded`)
         self.calls: RecordedCalls | None = None
@@ -314,7 +322,7 @@ class RunScope:
         if self._ended or self.is_frame:
             return
         self._ended = True
-        self.adapter_data = self.target = None  # the history keeps neither
+        self.adapter_data = self.target = self.cancelled_by_caller = None  # nor these
         if self._unsettled:  # what the framework never committed keeps the state before it
             self.settle(None)
         self.ctl.end_run(self, output=output, error=error, suspended=suspended)
@@ -866,10 +874,14 @@ class Unit:
         """A :class:`flowdbg.Terminated` for the cancellation with which terminate() stopped
         the task this unit runs in, else ``exc``. A call a unit makes (a tool, a model) runs in
         the unit's task: held at a stop there when the run is terminated, it sees the
-        cancellation of the enclosing unit's task before the stop hands it its Terminated."""
+        cancellation of the enclosing unit's task before the stop hands it its Terminated.
+        A cancellation by the run's caller gives what :attr:`RunScope.cancelled_by_caller`
+        says."""
         root = self.run.root
         if not root.terminated or not self.run.ctl.cancelled_units(root):
-            return exc
+            by_caller = root.cancelled_by_caller
+            stopped = None if by_caller is None else by_caller(exc)
+            return exc if stopped is None else stopped
         terminated = root.termination()
         terminated.__cause__ = exc
         return terminated

@@ -168,7 +168,8 @@ class Step(_Shape):
     path: list[str] = Field(description="the enclosing units, from the top-level run down")
     status: StepStatusName = Field(
         description="failed: it raised; suspended: the framework paused it to run again "
-        "later; terminated: the debugger ended the run there"
+        "later; terminated: stopped on purpose there, by the debugger or the run's caller (a "
+        "streamed OpenAI Agents run's result.cancel())"
     )
     started_at: Timestamp | None
     ended_at: Timestamp | None

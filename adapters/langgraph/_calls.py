@@ -33,7 +33,7 @@ from uuid import UUID
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langgraph.errors import GraphBubbleUp
 
-from flowdbg.errors import EditRefused, validation_details
+from flowdbg.errors import EditRefused, refuse_unknown_arguments, validation_details
 from flowdbg.runtime import Unit
 
 if TYPE_CHECKING:
@@ -531,12 +531,7 @@ def _arguments_check(schema: Any) -> Any:
     def check_edit(unit: Unit, which: str, payload: Any) -> None:
         if which != "input" or not isinstance(payload, dict):
             return
-        unknown = [name for name in payload if name not in fields]
-        if unknown:
-            raise EditRefused(
-                f"tool {unit.node!r} takes no argument {unknown[0]!r}; its arguments are "
-                f"{', '.join(fields) or 'none'}"
-            )
+        refuse_unknown_arguments(f"tool {unit.node!r}", payload, fields)
         try:
             schema.model_validate(payload)
         except Exception as exc:  # pydantic.ValidationError

@@ -57,7 +57,7 @@ from workflows.runtime.types.results import (
 )
 
 from flowdbg.adapters.llamaindex._adapter import workflow_name
-from flowdbg.errors import EditRefused, Terminated, validation_details
+from flowdbg.errors import EditRefused, Terminated, refuse_unknown_arguments, validation_details
 from flowdbg.runtime import TERMINATE_MESSAGE
 
 try:  # BasicRuntime's internal adapter, whose get_now is time.time()
@@ -796,12 +796,7 @@ def schema_checker(name: str, get_schema: Callable[[], Any]) -> Callable[[Unit, 
         fields = getattr(schema, "model_fields", None)
         if schema is None or not isinstance(fields, dict):
             return
-        unknown = [key for key in payload if key not in fields]
-        if unknown:
-            raise EditRefused(
-                f"tool {name!r} takes no argument {unknown[0]!r}; its arguments: "
-                f"{', '.join(fields) or 'none'}"
-            )
+        refuse_unknown_arguments(f"tool {name!r}", payload, fields)
         try:  # checked as JSON, the way a model's call comes: "40" is no int, "2024-01-02" a date
             text = json.dumps(payload)
         except (TypeError, ValueError):  # a Python object set at the stop: checked as it is

@@ -162,7 +162,7 @@ def _lookup(agent: Any) -> tuple[Debugger, Any, bool] | None:
     if attached:
         return attached[0].debugger, attached[0].agent, True
     active = ACTIVE.get()
-    if active is not None and not active.scope.released:
+    if active is not None and not active.scope.root.released:
         # an agent built on the fly and run inside a debugged run (a tool running an agent)
         return active.debugger, active.scope.target, False
     for debugger, _ in _INSTALLED.values():
@@ -174,8 +174,9 @@ def _wrap_run_tools(agent: Any, attached: bool) -> list[_Tool]:
     """Wrap the function tools of the agents a run of an agent that is not attached reaches
     (an installed debugger's run, or a run nested in a debugged one): the agents are only
     known when the run starts. Shared with attachments and concurrent runs through the
-    tools' counts; :func:`_unwrap_run_tools` lets go when the run ends (after an uninstall
-    too, so that a run going on keeps its tool units to its end)."""
+    tools' counts; :func:`_unwrap_run_tools` lets go when the run ends. An uninstall (or a
+    detach) while the run goes on releases it (``Debugger.uninstall``): the wrappers then
+    pass its calls straight through until it ends and they are put back."""
     if attached:
         return []
     from agents import FunctionTool
@@ -297,6 +298,9 @@ def _make_run_streamed(original: Any) -> Any:
             raise
         finally:
             ACTIVE.reset(token)
+        agent_run.result = result
+        if agent_run.scope.parent_unit is None:
+            agent_run.scope.cancelled_by_caller = agent_run.cancelled
         task = getattr(result, "run_loop_task", None)
         if task is None:  # an SDK without the public task: the run ends with the stream
             _unwrap_run_tools(tools)

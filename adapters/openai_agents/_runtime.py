@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowdbg.errors import EditRefused, validation_details
+from flowdbg.errors import EditRefused, Terminated, refuse_unknown_arguments, validation_details
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
@@ -147,11 +147,10 @@ def _schema_problem(schema: Mapping[str, Any], args: Any, tool: str) -> str | No
         return f"tool {tool!r} takes a JSON object of arguments, not {type(args).__name__}"
     props = schema.get("properties") or {}
     if schema.get("additionalProperties") is False or props:
-        unknown = [k for k in args if k not in props]
-        if unknown:
-            return (
-                f"tool {tool!r} takes no argument {unknown[0]!r}; its arguments are {sorted(props)}"
-            )
+        try:
+            refuse_unknown_arguments(f"tool {tool!r}", args, list(props))
+        except EditRefused as exc:
+            return str(exc)
     missing = [k for k in schema.get("required") or () if k not in args]
     if missing:
         return f"tool {tool!r} needs its argument {missing[0]!r}"
@@ -260,6 +259,8 @@ class AgentRun:
         self.pending_end: tuple[Any, Any] | None = None
         #: the run's context wrapper, as a hook last gave it (an error point has none)
         self.context: Any = None
+        #: a streamed run's ``RunResultStreaming``, once ``run_streamed`` returned it
+        self.result: Any = None
 
     # ------------------------------------------------------------------ views
 
@@ -474,6 +475,11 @@ class AgentRun:
             for unit in (self.llm_unit, self.agent_unit):
                 if unit is not None:
                     unit.discard(raised)
+            by_caller = self.scope.root.cancelled_by_caller
+            stopped = None if by_caller is None or raised is not exc else by_caller(exc)
+            if stopped is not None:  # a run nested in a streamed run its consumer cancelled
+                self.scope.end(error=stopped)
+                return raised
         self.scope.end(error=raised)
         return raised
 
@@ -500,14 +506,52 @@ class AgentRun:
         self.scope.end(output=getattr(result, "final_output", None), suspended=suspended)
         return result
 
+    def cancelled(self, exc: BaseException | None) -> BaseException | None:
+        """What a streamed run its consumer cancelled (``result.cancel()``) ends with, as
+        ``exc`` (a cancellation, or ``None`` when the run loop stopped on its own) leaves the
+        run or one of its units; ``None`` when it is no such cancellation.
+
+        ``RunResultStreaming.cancel(mode)`` notes the mode on the result (result.py,
+        ``_cancel_mode``), then, ``"immediate"`` (the default), cancels the run-loop task and
+        the tool calls in it; ``"after_turn"`` lets the turn finish and the loop return with no
+        final output (run_loop.py, ``start_streaming``). Either way the consumer's
+        ``stream_events()`` just ends: the run stopped on purpose, which the store calls
+        ``terminated``, with a :class:`flowdbg.Terminated` saying who stopped it and how (it is
+        recorded, never raised: the SDK goes on with its own cancellation). A cancellation by
+        the debugger (``terminate()``) keeps its own outcome. It is the run's
+        :attr:`flowdbg.runtime.RunScope.cancelled_by_caller`, so that the units the
+        cancellation goes through (a tool call, one held at a stop) end ``terminated`` too."""
+        result = self.result
+        mode = getattr(result, "_cancel_mode", None)
+        if mode not in ("immediate", "after_turn") or self.scope.root.terminated:
+            return None
+        if exc is not None and not isinstance(exc, asyncio.CancelledError):
+            return None
+        if exc is None and (
+            getattr(result, "final_output", None) is not None
+            or getattr(result, "interruptions", None)
+        ):
+            return None  # the run had finished when the consumer cancelled it
+        return Terminated(
+            f"the run was cancelled by the consumer of its stream (result.cancel(mode={mode!r}))"
+        )
+
     def abandoned(self, exc: BaseException | None, result: Any) -> None:
         """A streamed run's task ended (the consumer may never have read the stream): the run
         fails with what the consumer's ``stream_events()`` raises, which is not always the
-        task's own exception (see :func:`streamed_error`)."""
+        task's own exception (see :func:`streamed_error`), and ends ``terminated`` when the
+        consumer cancelled it (see :meth:`cancelled`)."""
         consumer = streamed_error(result)
         if consumer is not None:
             exc = consumer
-        if exc is not None:
+        stopped = None if consumer is not None else self.cancelled(exc)
+        if stopped is not None:
+            for unit in (self.llm_unit, self.agent_unit):
+                if unit is not None:
+                    unit.discard(stopped)
+            self.llm_unit = self.agent_unit = None
+            self.scope.end(error=stopped)
+        elif exc is not None:
             raised = self.scope.converted(exc)
             for unit in (self.llm_unit, self.agent_unit):
                 if unit is not None:
@@ -750,7 +794,7 @@ def wrap_invoke(tool: Any, original: Callable[..., Any], timed: Any) -> Callable
                 return _timed_call(timed, original, c, a)
         else:
             call = original
-        if run is None or run.scope.released:
+        if run is None or run.scope.root.released:  # (detached or uninstalled meanwhile)
             return await call(ctx, args)
         return await run.call_tool(tool, call, ctx, args)
 

@@ -137,7 +137,7 @@ def _check_arguments(target: Any, unit: Unit, which: str, payload: Any) -> None:
     takes (``fn(**args)``): no unknown name (unless it takes ``**kwargs``), every required one,
     and values of the annotated types, checked strictly with pydantic since the engine passes
     them on unconverted. Checked only when an edit is made (no cost to a run)."""
-    from flowdbg.errors import EditRefused
+    from flowdbg.errors import EditRefused, refuse_unknown_arguments
 
     if which != "input" or not isinstance(payload, dict):
         return
@@ -148,12 +148,7 @@ def _check_arguments(target: Any, unit: Unit, which: str, payload: Any) -> None:
     named = [name for name, p in params.items() if p.kind in _NAMED]
     what = f"{target.kind} {unit.node!r}"
     if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        unknown = [key for key in payload if key not in named]
-        if unknown:
-            raise EditRefused(
-                f"{what} takes no argument {unknown[0]!r}; its arguments are "
-                f"{', '.join(named) or 'none'}"
-            )
+        refuse_unknown_arguments(what, payload, named)
     missing = [
         name
         for name in named

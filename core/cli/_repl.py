@@ -24,7 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from flowdbg._paths import parse_path, split_view
+from flowdbg._paths import format_path, parse_path, split_view
 from flowdbg._values import short_repr
 from flowdbg.errors import (
     BreakpointError,
@@ -382,7 +382,8 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "undisplay": ("undisplay [N ...]", "stop displaying N (everything without an argument)"),
     "watch": (
         "watch PATH [if EXPR]",
-        "stop after a unit that changed PATH of the state (EXPR may use value)",
+        "stop after a unit that changed PATH of the state (EXPR may use value; creating it "
+        "changes it, so a PATH missing now is watched too, with a note)",
     ),
     "logpoint": (
         "logpoint [KIND:]NODE[:after] TEMPLATE",
@@ -415,6 +416,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "help": ("h(elp) [COMMAND]", "list the commands, or explain one"),
     "quit": ("q(uit)", "terminate the run and leave"),
 }
+
+#: the names of a stop's views (see Stop.views), which a path may begin with as an expression
+#: does (``state['x']``)
+_VIEW_NAMES = frozenset({"state", "input", "output", "error", "args", "result"})
 
 #: what a path is written with (keys, indexes, quotes): text of these only is read as a path
 _PATH_CHARACTERS = re.compile(r"^[\w.\[\]'\"-]*$")
@@ -485,6 +490,10 @@ class Session:
         #: that another client (the debug server's) resumed; ``None`` when not shared
         self._shared = _SharedInput(self.source, dbg) if shared else None
         self._shown: set[str] = set()
+        #: the stop the prompt was last shown for (the selected one, as show_stop left it)
+        self._at: str | None = None
+        #: stops the user has been told are open (at a stop shown, or by the stops command)
+        self._told_open: set[str] = set()
         #: what ``display`` shows at every stop, in order
         self._displays: list[str] = []
         self._last = ""
@@ -550,8 +559,13 @@ class Session:
             if stop is None:
                 self._note_unread()
                 return Outcome.ENDED
-            if stop.id not in self._shown:
-                self.show_stop(stop)
+            if stop.id not in self._shown or stop.id != self._at:
+                intro = None
+                if self._at is not None and stop.id != self._at and stop.id in self._told_open:
+                    # another branch was held all along (parallel stops): the prompt moves to
+                    # it, which must not pass unsaid (shown before, it would not even be shown)
+                    intro = f"{self._at} went on; now at {stop.id}, which was open already:"
+                self.show_stop(stop, intro=intro)
                 if self._shared is not None and self._shared.reading and self.source.interactive:
                     self.out.console.print(PROMPT, end="")  # the pending read's scrolled up
             try:
@@ -624,11 +638,15 @@ class Session:
 
     # -- showing --
 
-    def show_stop(self, stop: Stop) -> None:
-        """Print a stop: header, error line, the default view (what ``p PATH`` reads and
-        ``set PATH`` edits), the routing decision, then the state summary (read only)."""
+    def show_stop(self, stop: Stop, *, intro: str | None = None) -> None:
+        """Print a stop: ``intro`` (why the prompt is here), header, error line, the default
+        view (what ``p PATH`` reads and ``set PATH`` edits), the routing decision, the state
+        summary (read only), then the other stops open."""
         self._shown.add(stop.id)
+        self._at = stop.id
         self.out.line("")
+        if intro is not None:
+            self.out.line(intro)
         self.out.line(str(stop), style="bold")
         loc = stop.location
         error = stop.error
@@ -658,11 +676,14 @@ class Session:
                 shown = f"<{exc}>"
             self.out.line(f"  {number}: {what} = {shown}")
         others = [s for s in self.dbg.stops if s.id != stop.id]
+        self._told_open.update(s.id for s in others)
         if others:
             listed = ", ".join(
                 f"{s.id} ({s.location.position} {s.location.node!r})" for s in others
             )
-            self.out.line(f"  also open: {listed}; type stops to list them")
+            self.out.line(
+                f"  also open: {listed}; type stops to list them, stop N to switch to one"
+            )
 
     def _selected(self) -> Stop:
         stop = self.dbg.stop
@@ -830,7 +851,31 @@ class Session:
             try:  # a name of the stop (node, step, input...) rather than of the view
                 return self.dbg.evaluate(what, stop=stop)
             except ExpressionError:
+                pass
+            view, path = self._view_path(what.strip(), stop)
+            if view is None:
                 raise missing from None
+            # state['nope'] failed as an expression: read it as state:nope, whose error names
+            # the key missing in that view and its keys (not the default view's lack of a
+            # key 'state')
+            return self.dbg.inspect(f"{view}:{path}", stop=stop)
+
+    def _view_path(self, what: str, stop: str | None) -> tuple[str | None, str]:
+        """``(view, rest)`` when the path ``what`` starts with the name of a view
+        (``state['x']``, ``args.city``) that is no key of the stop's default view, else
+        ``(None, what)``."""
+        parts = parse_path(what)
+        first = parts[0] if parts else None
+        if len(parts) < 2 or first not in _VIEW_NAMES:
+            return None, what
+        if stop is None:
+            selected = self.dbg.stop
+        else:
+            selected = next((s for s in self.dbg.stops if s.id == stop), None)
+        default = selected.view() if selected is not None else None
+        if isinstance(default, Mapping) and first in default:
+            return None, what
+        return str(first), format_path(parts[1:])
 
     def do_print(self, arg: str) -> None:
         self.out.block(pretty(self._value_of(arg)))
@@ -870,6 +915,19 @@ class Session:
             raise ValueError("usage: watch PATH [if EXPR], e.g. watch count if value > 3")
         bp = self.dbg.watch(path.strip(), condition=condition.strip() if sep else None)
         self.out.line(f"set {bp.describe()}")
+        stop = self.dbg.stop
+        if stop is None or stop.state is None:
+            return
+        try:
+            self.dbg.inspect(f"state:{path.strip()}", stop=stop.id)
+        except PathError as exc:
+            # a watch also stops after a unit that creates its path, so it stays set; but a
+            # mistyped path would wait silently for ever
+            self.out.line(
+                f"note: {path.strip()!r} does not exist at {stop.id} now ({exc}); the watch "
+                "stays set and stops after a unit that creates or changes it",
+                style="yellow",
+            )
 
     def do_logpoint(self, arg: str) -> None:
         where, _, template = arg.strip().partition(" ")
@@ -939,6 +997,7 @@ class Session:
     def do_stops(self, arg: str) -> None:
         selected = self.dbg.stop
         for stop in self.dbg.stops:
+            self._told_open.add(stop.id)
             mark = "*" if selected is not None and stop.id == selected.id else " "
             branch = f" branch {stop.location.branch}" if stop.location.branch else ""
             self.out.line(f"{mark} {stop}{branch}")

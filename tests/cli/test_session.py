@@ -169,3 +169,97 @@ def test_stops_lists_the_units_running_beside_the_stop() -> None:
     listing = buffer.getvalue()
     assert "* stop-1: breakpoint" in listing
     assert re.search(r"running node 'slow' \(step 1, \d+\.\d s\)", listing)
+
+
+@pytest.mark.parametrize(
+    ("commands", "now"),
+    [(["c", "c"], "stop-2"), (["stop 2", "c", "c"], "stop-1")],
+    ids=["next_open_stop", "back_to_a_stop_shown_before"],
+)
+def test_continuing_one_of_several_stops_says_where_the_prompt_is_now(
+    graphs_module: Any, commands: list[str], now: str
+) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.fan
+    dbg.attach(target)
+    dbg.break_before("left")
+    dbg.break_before("right")
+    handle = dbg.start(target.invoke, {})
+    assert len(dbg.wait_for_stops(2, timeout=T)) == 2  # both branches held before the session
+    out, buffer = make_out()
+    session = Session(dbg, out, description=dbg.describe(target), source=EchoSource(commands, out))
+    try:
+        assert session.run() is Outcome.ENDED
+        assert handle.result(timeout=T)["items"] == ["left", "right"]
+    finally:
+        dbg.close()
+    text = buffer.getvalue()
+    assert "also open: stop-2 (before 'right'); type stops to list them, stop N to switch" in text
+    went = "stop-1" if now == "stop-2" else "stop-2"
+    node = "right" if now == "stop-2" else "left"
+    # after the first c: which stop went on, which one the prompt is at, and where that is
+    after = text.split(f"{PROMPT}c\n")[1].split(PROMPT)[0].strip().splitlines()
+    assert after[0] == f"{went} went on; now at {now}, which was open already:"
+    assert after[1].startswith(f"{now}: breakpoint [bp-") and f"before node '{node}'" in after[1]
+
+
+def test_a_view_named_in_a_path_at_a_tool_stop_reads_that_view(graphs_module: Any) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.tools
+    dbg.attach(target)
+    dbg.break_on_tool("search")
+    handle = dbg.start(target.invoke, {"q": "cats"})
+    assert dbg.wait_for_stop(T) is not None
+    out, buffer = make_out()
+    commands = ["p state['nope']", "p state['q']", "p args['nope']", "p result['x']", "c"]
+    session = Session(dbg, out, description=dbg.describe(target), source=EchoSource(commands, out))
+    try:
+        assert session.run() is Outcome.ENDED
+        assert handle.result(timeout=T)["results"] == ["cats result"]
+    finally:
+        dbg.close()
+    lines = buffer.getvalue().splitlines()
+
+    def answer(command: str) -> str:
+        return lines[lines.index(PROMPT + command) + 1]
+
+    # the key missing in the view the path names, and the keys there (not "input has no key
+    # 'state'", the default view's)
+    assert answer("p state['nope']") == (
+        "error: state has no key 'nope' at 'nope'; available keys: q"
+    )
+    assert answer("p state['q']") == "'cats'"
+    assert answer("p args['nope']") == (
+        "error: args has no key 'nope' at 'nope'; available keys: query"
+    )
+    assert answer("p result['x']").startswith("error: stop-1 has no result view: the unit has not")
+
+
+def test_watching_a_path_missing_at_the_stop_says_so_and_keeps_the_watch(
+    graphs_module: Any,
+) -> None:
+    dbg = flowdbg.Debugger(record=False)
+    target = graphs_module.build_support()
+    dbg.attach(target)
+    dbg.break_before("classify")
+    handle = dbg.start(target.invoke, {"ticket": "money back"})
+    assert dbg.wait_for_stop(T) is not None
+    out, buffer = make_out()
+    commands = ["watch intnet", "watch ticket", "watch intent", "c", "c"]
+    session = Session(dbg, out, description=dbg.describe(target), source=EchoSource(commands, out))
+    try:
+        assert session.run() is Outcome.ENDED
+        handle.result(timeout=T)
+    finally:
+        dbg.close()
+    text = buffer.getvalue()
+    lines = text.splitlines()
+    typo = lines[lines.index(PROMPT + "watch intnet") + 2]
+    assert typo == (
+        "note: 'intnet' does not exist at stop-1 now (state has no key 'intnet' at 'intnet'; "
+        "available keys: ticket); the watch stays set and stops after a unit that creates or "
+        "changes it"
+    )
+    assert lines[lines.index(PROMPT + "watch ticket") + 2] == PROMPT + "watch intent"
+    # the watch of a key a later unit creates still stops there
+    assert "watch [bp-4] at after node 'classify'" in text

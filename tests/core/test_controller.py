@@ -1509,6 +1509,17 @@ def test_a_unit_whose_own_name_has_a_slash_is_matched_by_its_name(dbg: flowdbg.D
     worker.result()
 
 
+def test_refuse_unknown_arguments_names_the_first_and_what_the_callee_takes() -> None:
+    from flowdbg.errors import refuse_unknown_arguments
+
+    refuse_unknown_arguments("tool 'search'", {"query": "x"}, ["query", "limit"])  # accepted
+    with pytest.raises(flowdbg.EditRefused) as refused:
+        refuse_unknown_arguments("tool 'search'", {"query": "x", "lmit": 3, "z": 1}, ["query"])
+    assert str(refused.value) == "tool 'search' takes no argument 'lmit'; its arguments are query"
+    with pytest.raises(flowdbg.EditRefused, match=r"its arguments are none$"):
+        refuse_unknown_arguments("tool 'now'", ["tz"], ())
+
+
 def test_validation_details_list_each_error_with_its_path() -> None:
     from pydantic import BaseModel, ValidationError
 

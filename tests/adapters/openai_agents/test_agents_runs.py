@@ -114,8 +114,10 @@ def test_an_argument_the_tool_does_not_take_is_refused(dbg: flowdbg.Debugger) ->
     dbg.break_on_tool("shell")
     run = dbg.start(lambda q: oa.run_sync(agent, q), "clean up")
     assert dbg.wait_for_stop(WAIT) is not None
-    with pytest.raises(flowdbg.EditRefused, match="'force'"):
+    with pytest.raises(flowdbg.EditRefused) as refused:
         dbg.set("force", True)
+    # worded as every adapter words it (flowdbg.errors.refuse_unknown_arguments)
+    assert str(refused.value) == "tool 'shell' takes no argument 'force'; its arguments are cmd"
     with pytest.raises(flowdbg.EditRefused, match="JSON type 'string'"):
         dbg.set("cmd", 3)
     assert dbg.inspect("cmd") == "rm -rf /tmp/cache"
@@ -927,6 +929,103 @@ def test_a_failed_streamed_run_is_recorded_with_the_consumers_error(
     assert f"{log.run.error.type}: {log.run.error.message}" == bare[1]
 
 
+def _cancelling_consumer(agent: Agent[Any], mode: str) -> tuple[list[str], str, Any]:
+    """What a consumer of ``Runner.run_streamed(agent, "go")`` that calls
+    ``result.cancel(mode)`` at the first tool call it reads sees: the event types, what
+    ``stream_events()`` raised (``"-"`` when nothing) and the final output."""
+
+    async def main() -> tuple[list[str], str, Any]:
+        result = Runner.run_streamed(agent, "go")
+        types: list[str] = []
+        try:
+            async for event in result.stream_events():
+                types.append(event.type)
+                if getattr(event, "name", None) == "tool_called":
+                    result.cancel(mode=mode)
+        except Exception as exc:
+            return types, f"{type(exc).__name__}: {exc}", None
+        return types, "-", result.final_output
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("mode", ["immediate", "after_turn"])
+def test_a_streamed_run_its_consumer_cancels_is_recorded_terminated(
+    tmp_path: Any, mode: str
+) -> None:
+    bare = _cancelling_consumer(_looper(), mode)
+    assert bare[1:] == ("-", None)  # the consumer sees no error: the run stopped on purpose
+    recording = flowdbg.Debugger(db=tmp_path / "runs.db")
+    try:
+        agent = _looper()
+        recording.attach(agent)
+        assert _cancelling_consumer(agent, mode) == bare
+        (log,) = recording.runs
+        assert log.run.status == "terminated"
+        assert log.run.error is not None
+        assert log.run.error.type == "Terminated"
+        assert f"result.cancel(mode={mode!r})" in log.run.error.message
+        assert "failed" not in {step.status for step in log.steps}
+        assert recording.flush(WAIT)
+        store = recording.store
+        assert store is not None
+        (run,) = store.list_runs()
+        assert run.status == "terminated"
+        steps = store.get_steps(run.run_id)
+        assert [s.status for s in steps if s.kind == "agent"] == ["terminated"]
+    finally:
+        recording.close()
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["running", "held_at_a_stop"])
+def test_a_tool_call_the_consumer_cancels_ends_terminated(
+    dbg: flowdbg.Debugger, held: bool
+) -> None:
+    started = threading.Event()
+
+    @function_tool
+    async def slow() -> str:
+        """Take a long time."""
+        started.set()
+        await asyncio.sleep(WAIT * 3)
+        return "late"
+
+    agent = oa.agent("slowpoke", [oa.calls(("slow", {}, "c1")), *oa.answer(lambda c: "?")])
+    agent.tools = [slow]
+    dbg.attach(agent)
+    if held:
+        dbg.break_on_tool("slow")
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    async def consume() -> tuple[Any, list[str]]:
+        result = Runner.run_streamed(agent, "go")
+        box["cancel"] = lambda: loop.call_soon_threadsafe(result.cancel)
+        loop = asyncio.get_running_loop()
+        ready.set()
+        types = [event.type async for event in result.stream_events()]
+        return result.final_output, types
+
+    run = dbg.start(consume)
+    assert ready.wait(WAIT)
+    if held:
+        stop = dbg.wait_for_stop(WAIT)
+        assert stop is not None and stop.location.node == "slow"
+    else:
+        assert started.wait(WAIT)
+    box["cancel"]()
+    output, _ = run.result(WAIT)  # the consumer's stream ends, with no error
+    assert output is None
+    assert dbg.stops == []
+    (log,) = dbg.runs
+    assert log.run.status == "terminated"
+    assert [(s.node, s.status) for s in log.steps if s.kind in ("tool", "agent")] == [
+        ("slowpoke", "terminated"),
+        ("slow", "terminated"),
+    ]
+    assert started.is_set() is not held  # held before its body: the body never ran
+
+
 # ---------------------------------------------------------------------------- install
 
 
@@ -1001,3 +1100,44 @@ def test_an_installed_debugger_reports_tool_calls(dbg: flowdbg.Debugger, entry: 
     for tool, invoker, timeout in tools.values():
         assert (tool.on_invoke_tool, tool.timeout_seconds) == (invoker, timeout)
     dbg.uninstall()
+
+
+def test_uninstalling_while_a_run_goes_on_lets_it_go_undebugged(
+    dbg: flowdbg.Debugger, caplog: pytest.LogCaptureFixture
+) -> None:
+    effects: list[str] = []
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """Look up the weather."""
+        effects.append(city)
+        return f"sunny in {city}"
+
+    agent = oa.agent(
+        "weather",
+        [
+            oa.calls(("lookup", {"city": "Oslo"}, "c1")),
+            oa.calls(("lookup", {"city": "Rome"}, "c2")),
+            *oa.answer(lambda call: " | ".join(oa.outputs(call))),
+        ],
+        tools=[lookup],
+    )
+    invoker = lookup.on_invoke_tool
+    dbg.install("openai_agents")
+    dbg.break_on_tool("lookup")
+    run = dbg.start(lambda: oa.run_sync(agent, "weather?"))
+    stop = dbg.wait_for_stop(WAIT)
+    assert stop is not None and stop.input == {"city": "Oslo"}
+    with caplog.at_level("WARNING", logger="flowdbg"):
+        dbg.uninstall()
+    # the held call goes on at once, and the next one passes straight through the wrapper
+    assert not stop.is_open
+    assert f"uninstalled 'openai_agents' while 1 of its runs' branches were held ({stop.id})" in (
+        caplog.text
+    )
+    assert run.result(WAIT).final_output == "sunny in Oslo | sunny in Rome"
+    assert dbg.wait_for_stop(0.1) is None
+    assert effects == ["Oslo", "Rome"]
+    (log,) = dbg.runs
+    assert [s.input for s in log.steps if s.kind == "tool"] == [{"city": "Oslo"}]
+    assert lookup.on_invoke_tool is invoker  # put back when the run ended

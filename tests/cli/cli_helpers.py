@@ -160,8 +160,9 @@ SUPPORT_AGENT = textwrap.dedent(
         return Agent(
             name="support",
             tools=[account],
+            # a turn asking for the account, then the answer: for each of up to 10 runs
             model=ScriptedModel(
-                [[function_call("account", {}, call_id="c1")], ModelStep.respond(_answer)]
+                [[function_call("account", {}, call_id="c1")], ModelStep.respond(_answer)] * 10
             ),
         )
     """

@@ -500,21 +500,17 @@ class _Snapshot:
         return "stats" if repeats else "steps"
 
     def links(self) -> dict[int, list[RunLog]]:
-        """Nested runs by the step index that started them (steps of this run only)."""
-        by_step: dict[int, list[RunLog]] = {}
+        """Nested runs by the step index that started them (steps of this run only), each
+        step's in the order they started."""
         indices = {step.step for step in self.steps}
-        by_id = {child.run.run_id: child for child in self.children}
-        linked: set[str] = set()
-        for step in self.steps:
-            child = by_id.get(step.child_run_id) if step.child_run_id else None
-            if child is not None:
-                by_step.setdefault(step.step, []).append(child)
-                linked.add(child.run.run_id)
-        for child in self.children:
-            parent_step = child.run.parent_step
-            if child.run.run_id not in linked and parent_step in indices:
-                assert parent_step is not None
-                by_step.setdefault(parent_step, []).append(child)
+        # a step names only the last run it started (child_run_id); the others name the step
+        # (parent_step)
+        owner = {step.child_run_id: step.step for step in self.steps if step.child_run_id}
+        by_step: dict[int, list[RunLog]] = {}
+        for child in self.children:  # in the order they started
+            at = owner.get(child.run.run_id, child.run.parent_step)
+            if at is not None and at in indices:
+                by_step.setdefault(at, []).append(child)
         return by_step
 
     def unlinked_children(self, view: str) -> list[RunLog]:
@@ -545,9 +541,11 @@ class _Snapshot:
             for nested in unit.inside:
                 emit(nested)
             if expand:  # after the units run inside this one: they belong to this run
-                for child in children:
+                for number, child in enumerate(children):
+                    # several runs of one step: 1a.1, 1b.1, ... tell their steps apart
+                    prefix = row_label if len(children) == 1 else row_label + _letters(number)
                     snapshot = _Snapshot.of(child)
-                    rows.extend(snapshot.step_rows(expand=True, label=row_label, level=level + 1))
+                    rows.extend(snapshot.step_rows(expand=True, label=prefix, level=level + 1))
 
         for unit in _units(self.steps, len(self.run.path)):
             emit(unit)
@@ -805,6 +803,17 @@ def _counts(steps: list[StepRecord]) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _letters(number: int) -> str:
+    """``a``, ``b``, ... ``z``, ``aa``, ``ab``, ...: the ``number``-th (from 0) child run of a
+    step in the labels of the step view."""
+    text = ""
+    number += 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        text = chr(ord("a") + rest) + text
+    return text
 
 
 def _child_order(log: RunLog) -> tuple[bool, int, float]:

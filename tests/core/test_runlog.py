@@ -341,6 +341,30 @@ def test_tree_expands_nested_runs_under_their_step() -> None:
     ]
 
 
+def test_two_runs_of_one_step_are_expanded_in_the_order_they_started() -> None:
+    # a node running two nested graphs (an agent calling two agents as tools in one turn):
+    # the step names the last one only, the first names the step
+    second = "9c1d0e2f" + "c" * 24
+    first_log = child_log()
+    run = run_record(name="other", run_id=second, parent_run_id=RUN, root_run_id=RUN, parent_step=2)
+    run.started_at = 100.5  # after the first
+    second_log = RunLog.from_records(run, [step(1, "lookup", 0.004, run_id=second)])
+    steps = [
+        step(1, "classify", 0.82, decision=["sub"]),
+        step(2, "sub", 0.012, decision="post", child_run_id=second),
+        step(3, "post", 0.002),
+    ]
+    log = RunLog.from_records(run_record(), steps, [second_log, first_log])
+    assert log.tree().splitlines()[3:] == [
+        "1     classify    node  completed  820ms     -> sub",
+        "2     sub         node  completed  12ms      -> post [2 child runs: 3 steps]",
+        "2a.1    retrieve  node  completed  5ms       -> generate",
+        "2a.2    generate  node  completed  6ms",
+        "2b.1    lookup    node  completed  4ms",
+        "3     post        node  completed  2ms",
+    ]
+
+
 def test_a_nested_run_is_linked_by_parent_step_and_shows_its_status() -> None:
     steps = [step(1, "a"), step(2, "sub"), step(3, "b")]  # no child_run_id on the step
     log = RunLog.from_records(run_record("failed"), steps, [child_log("failed")])

@@ -571,6 +571,9 @@ def runs_diff(
         out.line("")
         from rich.text import Text
 
+        from flowdbg.runlog import _kind_labels
+
+        labels = _kind_labels((node["node"], node["kind"]) for node in nodes)
         rows: list[list[str | Text]] = []
         for node in nodes:
             changed = node["status_changed"]
@@ -582,7 +585,7 @@ def runs_diff(
             )
             rows.append(
                 [
-                    str(node["node"]),
+                    labels[node["node"], node["kind"]],
                     str(node["count_a"]),
                     str(node["count_b"]),
                     duration(node["total_a"]),

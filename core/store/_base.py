@@ -94,7 +94,9 @@ def default_db_path() -> pathlib.Path:
 
 @dataclass
 class NodeDelta:
-    """How often a node ran in two runs, how long it took in total and how its runs ended."""
+    """How often a node ran in two runs, how long it took in total and how its runs ended.
+    Units of different kinds that share a name (an OpenAI agent and the handoff to it) are
+    counted apart."""
 
     node: str
     count_a: int = 0
@@ -105,6 +107,8 @@ class NodeDelta:
     #: step status -> how many of the node's steps ended so
     statuses_a: dict[str, int] = field(default_factory=dict)
     statuses_b: dict[str, int] = field(default_factory=dict)
+    #: the units' kind (``node``, ``tool``, ``llm``, ``handoff``, ``agent``)
+    kind: str = "node"
 
     @property
     def status_changed(self) -> bool:
@@ -116,6 +120,7 @@ class NodeDelta:
         """A JSON-ready dict."""
         return {
             "node": self.node,
+            "kind": self.kind,
             "count_a": self.count_a,
             "count_b": self.count_b,
             "total_a": self.total_a,
@@ -775,13 +780,13 @@ class Store(abc.ABC):
 
 
 def _node_deltas(rows_a: list[DiffRow], rows_b: list[DiffRow]) -> list[NodeDelta]:
-    deltas: dict[str, NodeDelta] = {}
+    deltas: dict[tuple[str, str], NodeDelta] = {}
     for side, rows in (("a", rows_a), ("b", rows_b)):
         for row in rows:
             step = row.step
-            delta = deltas.get(step.node)
+            delta = deltas.get((step.node, step.kind))
             if delta is None:
-                delta = deltas[step.node] = NodeDelta(step.node)
+                delta = deltas[step.node, step.kind] = NodeDelta(step.node, kind=step.kind)
             duration = step.duration or 0.0
             statuses = delta.statuses_a if side == "a" else delta.statuses_b
             statuses[step.status] = statuses.get(step.status, 0) + 1

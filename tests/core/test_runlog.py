@@ -281,6 +281,27 @@ def test_stats_view_for_a_loop() -> None:
     assert log.timing == pytest.approx({"inc": 0.15, "done": 0.0001})
 
 
+def test_units_of_different_kinds_sharing_a_name_are_counted_apart() -> None:
+    # an OpenAI Agents run: the agent 'billing' and the handoff to it share the name
+    names = [("triage", "agent"), ("chat", "llm"), ("billing", "handoff")]
+    names += [("billing", "agent"), ("chat", "llm"), ("chat", "llm")]
+    steps = [
+        step(i, name, 0.001 * i, kind=kind, start=100.0 + i)
+        for i, (name, kind) in enumerate(names, 1)
+    ]
+    log = RunLog.from_records(run_record(), steps)
+    assert log.render("stats").splitlines()[2:] == [
+        "node               count  total  avg  max  errors",
+        "triage                 1    1ms  1ms  1ms       0",
+        "chat                   3   13ms  4ms  6ms       0",
+        "billing (handoff)      1    3ms  3ms  3ms       0",
+        "billing (agent)        1    4ms  4ms  4ms       0",
+    ]
+    billing = log.node_stats["billing (agent)"]
+    assert (billing.node, billing.kind, billing.count) == ("billing", "agent", 1)
+    assert log.node_stats["chat"].kind == "llm"
+
+
 def test_stats_view_lists_failed_steps_below_the_table() -> None:
     text = str(loop_log(fail_at=37))
     assert "inc      50  150ms    3ms    4ms       1" in text

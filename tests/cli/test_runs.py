@@ -583,7 +583,7 @@ def test_diff_keeps_units_of_different_kinds_sharing_a_name_apart(run_cli: Cli, 
         for n, run_id in enumerate(units)
     ]  # fmt: skip
     steps = [
-        StepRecord(run_id, i, name, kind=kind, started_at=100.0, ended_at=100.5)
+        StepRecord(run_id, i, name, kind=kind, started_at=100.0 + i, ended_at=100.5 + i)
         for run_id, named in units.items()
         for i, (name, kind) in enumerate(named, 1)
     ]

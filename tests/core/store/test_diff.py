@@ -213,6 +213,7 @@ def test_the_diff_as_a_dict_is_json(store: SQLiteStore) -> None:
     assert data["first_divergence"]["paths"] == ["answer", "notes[1]"]
     assert data["nodes"][0] == {
         "node": "plan",
+        "kind": "node",
         "count_a": 1,
         "count_b": 1,
         "total_a": 0.5,

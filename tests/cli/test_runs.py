@@ -574,8 +574,12 @@ def test_diff_keeps_units_of_different_kinds_sharing_a_name_apart(run_cli: Cli, 
 
     units = {  # OpenAI Agents runs: the agent 'billing' and the handoff to it
         "aaaa1111": [("triage", "agent"), ("billing", "handoff"), ("billing", "agent")],
-        "bbbb2222": [("triage", "agent"), ("billing", "handoff"), ("billing", "agent")]
-        + [("billing", "agent")],
+        "bbbb2222": [
+            ("triage", "agent"),
+            ("billing", "handoff"),
+            ("billing", "agent"),
+            ("billing", "agent"),
+        ],
     }
     runs = [
         RunRecord(run_id, "openai_agents", "triage", status="completed", started_at=100.0 + n,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 import inspect as _inspect
 import logging
@@ -54,6 +55,17 @@ log = logging.getLogger("flowdbg")
 __all__ = ["Debugger", "RunHandle"]
 
 _AUTO: Any = object()
+
+
+def _as_given(config: Any) -> Any:
+    """A copy of a run's config as it is now: the run may change what it holds in place (an
+    OpenAI agent's tools write the run context they are given) before the recorder writes it."""
+    if config is None:
+        return None
+    try:
+        return copy.deepcopy(config)
+    except Exception:  # an object that cannot be copied: recorded as it is when written
+        return config
 
 
 class RunHandle:
@@ -917,7 +929,8 @@ class Debugger:
         handle = RunHandle(self, fn, args, kwargs)
         # an adapter's invoke with its RunOptions (flowdbg run, a server's start): the run is
         # recorded with the config it was given
-        handle._config = next((a.config for a in args if isinstance(a, RunOptions)), None)
+        config = next((a.config for a in args if isinstance(a, RunOptions)), None)
+        handle._config = _as_given(config)
         handle._start()
         return handle
 
@@ -966,7 +979,7 @@ class Debugger:
         run = adapter.afork if adapter.is_async(target) else adapter.fork
         args = (target, point) if options is None else (target, point, options)
         handle = RunHandle(self, run, args, {}, name=f"fork of {short}")
-        handle._config = None if options is None else options.config
+        handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))
         handle._made_from = ("fork", point.run.run_id, point.step)
         handle._start_input = (point.state,)
@@ -1175,7 +1188,7 @@ class Debugger:
         short = run.run_id[:8]
         args = (target, run.input) if options is None else (target, run.input, options)
         handle = RunHandle(self, method, args, {}, name=f"rerun of {short}")
-        handle._config = None if options is None else options.config
+        handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))
         handle._made_from = ("rerun", run.run_id, None)
         handle._calls = handle.calls = calls

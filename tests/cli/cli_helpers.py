@@ -148,6 +148,7 @@ SUPPORT_AGENT = textwrap.dedent(
     @function_tool
     def account(ctx: RunContextWrapper[dict]) -> str:
         \"\"\"The account of the user the run is for.\"\"\"
+        ctx.context["asked"] = ctx.context.get("asked", 0) + 1  # changes the context in place
         return f"account of {ctx.context['user']}"
 
 

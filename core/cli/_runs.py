@@ -155,6 +155,8 @@ def _run_header(out: Out, run: RunRecord) -> None:
         head += "  " + " ".join(f"{key}={value}" for key, value in sorted(run.tags.items()))
     if run.target:
         head += f"  target {run.target}"
+    if run.config is not None:  # what a rerun starts with again
+        head += f"  config {preview(run.config)}"
     out.line(head, style="bold")
 
 

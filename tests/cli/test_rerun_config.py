@@ -31,6 +31,8 @@ def test_a_rerun_starts_with_the_context_the_run_was_started_with(agent_cli: Cli
     run_id = _first_run(agent_cli, {"context": {"user": "ann"}})
     with open_store(db, create=False) as store:
         assert store.get_run(run_id).config == {"context": {"user": "ann"}}
+    header = agent_cli("runs", "show", run_id).stdout.splitlines()[0]
+    assert header.endswith("  config {'context': {'user': 'ann'}}")
 
     # every call live: the tool reads the context again
     data = agent_cli.json("runs", "rerun", run_id, "--cached-calls", "none", command="runs rerun")

@@ -333,18 +333,21 @@ def _unordered(rows: list[DiffRow]) -> list[DiffRow]:
     # windows: units chained by overlapping in time
     windows: list[list[DiffRow]] = []
     running: list[StepRecord] = []  # the units still running as this one started
+    until = float("-inf")  # when the last of them ends
     for row in rows:
         step = row.step
-        running = [
-            other
-            for other in running
-            if other.ended_at is not None and step.started_at < other.ended_at
-        ]  # (a unit that never ended says nothing about when it ran)
-        if windows and any(not _inside(step, other) for other in running):
+        start = step.started_at
+        if start >= until:  # (most units: the ones before have ended)
+            running.clear()
+        elif running:
+            running = [o for o in running if o.ended_at is not None and start < o.ended_at]
+        if running and any(not _inside(step, other) for other in running):
             windows[-1].append(row)
         else:
             windows.append([row])
-        running.append(step)
+        if step.ended_at is not None:  # (a unit that never ended says nothing of when it ran)
+            running.append(step)
+            until = max(until, step.ended_at) if len(running) > 1 else step.ended_at
     if len(windows) == len(rows):  # nothing ran concurrently
         return rows
     last: dict[tuple[tuple[str, ...], str], int] = {}

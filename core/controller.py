@@ -310,7 +310,7 @@ class Controller:
         input: Any,
         parent: Unit | None,
         target: Any = None,
-        lineage: Callable[[Any], tuple[str | None, Any, Any, Any]] | None = None,
+        lineage: Callable[[Any], tuple[str | None, Any, Any, Any, Any]] | None = None,
     ) -> RunScope:
         if parent is not None and parent.run.ctl is not self:
             parent = None  # a unit of another debugger: this run is top-level here
@@ -319,7 +319,7 @@ class Controller:
         scope.target = target
         if parent is None:
             if lineage is not None:  # the target's reference and where the run came from
-                info.target, made_from, start, scope.calls = lineage(target)
+                info.target, made_from, start, scope.calls, info.config = lineage(target)
                 if made_from is not None:
                     info.origin, info.forked_from, info.fork_step = made_from
                 if start is not None:  # a fork: its input is the state it starts from

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 import inspect as _inspect
 import logging
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from flowdbg._diff import StateDiff
 from flowdbg._paths import delete_path, get_path, set_path, split_view
 from flowdbg._values import KeySummary, summarize
-from flowdbg.adapter import Adapter, AdapterInfo, Capability
+from flowdbg.adapter import Adapter, AdapterInfo, Capability, RunOptions
 from flowdbg.breakpoints import (
     Breakpoint,
     BreakpointType,
@@ -56,6 +57,17 @@ __all__ = ["Debugger", "RunHandle"]
 _AUTO: Any = object()
 
 
+def _as_given(config: Any) -> Any:
+    """A copy of a run's config as it is now: the run may change what it holds in place (an
+    OpenAI agent's tools write the run context they are given) before the recorder writes it."""
+    if config is None:
+        return None
+    try:
+        return copy.deepcopy(config)
+    except Exception:  # an object that cannot be copied: recorded as it is when written
+        return config
+
+
 class RunHandle:
     """A callable running under the debugger in a worker thread (see :meth:`Debugger.start`)."""
 
@@ -86,6 +98,9 @@ class RunHandle:
         #: ``(state,)``: the run's recorded input is the state a fork starts from (what the
         #: callable passes its framework may be a command to go on from there)
         self._start_input: tuple[Any] | None = None
+        #: the config the callable runs its target with (the ``RunOptions`` among its
+        #: arguments), recorded with the run so that a rerun can start with it again
+        self._config: Any = None
         #: a rerun's recorded calls, served to the run it starts
         self._calls: RecordedCalls | None = None
         #: for :meth:`Debugger.rerun`: the recorded calls, with how many were served and run
@@ -547,21 +562,26 @@ class Debugger:
     def _lineage(
         self, target: Any
     ) -> tuple[
-        str | None, tuple[str, str, int | None] | None, tuple[Any] | None, RecordedCalls | None
+        str | None,
+        tuple[str, str, int | None] | None,
+        tuple[Any] | None,
+        RecordedCalls | None,
+        Any,
     ]:
-        """The reference, origin, (for a fork) input and (for a rerun) recorded calls of a new
-        top-level run of ``target``."""
+        """The reference, origin, (for a fork) input, (for a rerun) recorded calls and the
+        config of a new top-level run of ``target``."""
         handle = _RUN_HANDLE.get()
         ref: str | None = None
-        made_from = start = calls = None
+        made_from = start = calls = config = None
         rewind = _REWIND.get()
         if rewind:  # the run a rewind restarts (see Rewound.lineage): taken once
             ref, made_from, start = rewind.pop()
             if handle is not None and made_from is not None and handle.run_id == made_from[1]:
                 handle._follow = True  # the handle's run goes on as this one
+                config = handle._config
         elif handle is not None and handle.debugger is self and handle.run_id is None:
             ref, made_from = handle._target_ref, handle._made_from
-            start, calls = handle._start_input, handle._calls
+            start, calls, config = handle._start_input, handle._calls, handle._config
         if ref is None and target is not None and id(target) in self._attached:
             key = id(target)
             if key not in self._refs:  # looked up once per attached target
@@ -569,7 +589,7 @@ class Debugger:
 
                 self._refs[key] = module_reference(target)
             ref = self._refs[key]
-        return ref, made_from, start, calls
+        return ref, made_from, start, calls, config
 
     def current_unit(self) -> Unit | None:
         """The unit of this debugger executing in this context (thread or task), if any: an
@@ -939,6 +959,10 @@ class Debugger:
         An async callable (or one returning an awaitable) runs on an event loop in that thread.
         """
         handle = RunHandle(self, fn, args, kwargs)
+        # an adapter's invoke with its RunOptions (flowdbg run, a server's start): the run is
+        # recorded with the config it was given
+        config = next((a.config for a in args if isinstance(a, RunOptions)), None)
+        handle._config = _as_given(config)
         handle._start()
         return handle
 
@@ -948,6 +972,8 @@ class Debugger:
         step: int,
         edits: Mapping[str, Any] | None = None,
         target: Any = None,
+        *,
+        config: Mapping[str, Any] | None = None,
     ) -> RunHandle:
         """Start a new run of the *current* code of a recorded run's target from the state
         the record holds after ``step``, in a worker thread.
@@ -969,17 +995,23 @@ class Debugger:
         :param target: the object to run (attached if it is not), or a reference
             (``"app.py:graph"``, ``"pkg.mod:graph"``) to import; by default the reference
             the run recorded (see :meth:`attach`).
+        :param config: the run's config (as ``flowdbg run --config`` takes it); by default the
+            config the recorded run was started with, if it recorded one.
         :returns: the :class:`RunHandle` of the new run.
         :raises flowdbg.timetravel.ForkError: when recording is off, the step cannot be
             forked from (the message names those that can), the run recorded no target and
-            none is given, the target is of another framework, or its adapter cannot fork.
+            none is given, the target is of another framework, its adapter cannot fork, or
+            the recorded config had secrets redacted and no ``config`` is given.
         :raises flowdbg.store.RunNotFound: for an unknown run.
         """
         point, target, ref, adapter = self._prepare_fork(run_id, step, edits, target)
         short = point.run.run_id[:8]
+        options = self._options_of(point.run, target, adapter, config, "fork")
         self.attach(target, ref=ref)
         run = adapter.afork if adapter.is_async(target) else adapter.fork
-        handle = RunHandle(self, run, (target, point), {}, name=f"fork of {short}")
+        args = (target, point) if options is None else (target, point, options)
+        handle = RunHandle(self, run, args, {}, name=f"fork of {short}")
+        handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))
         handle._made_from = ("fork", point.run.run_id, point.step)
         handle._start_input = (point.state,)
@@ -1015,6 +1047,39 @@ class Debugger:
                 "write: see the log); try again"
             )
         return store
+
+    def _options_of(
+        self,
+        run: RunRecord,
+        target: Any,
+        adapter: Adapter,
+        config: Mapping[str, Any] | None,
+        doing: str,
+    ) -> RunOptions | None:
+        """The options a run made from ``run`` starts with: ``config``, else the config ``run``
+        was started with; ``None`` for none. Checked by the adapter before anything runs."""
+        from flowdbg.timetravel import ForkError, _redacted_paths
+
+        short = run.run_id[:8]
+        if config is None:
+            config = run.config
+            hidden = [] if config is None else _redacted_paths(config)
+            if hidden:
+                raise ForkError(
+                    f"run {short} was started with a config whose secrets were not recorded "
+                    f"({', '.join(hidden[:3])}{', ...' if len(hidden) > 3 else ''} redacted): "
+                    f"give the whole config again (flowdbg runs {doing} {short} --config "
+                    f"JSON, or config= in Python)"
+                )
+        if config is None:
+            return None
+        if not isinstance(config, Mapping):
+            raise ForkError(
+                f"the config of a {doing} must be a JSON object, not {type(config).__name__}"
+            )
+        options = RunOptions(config=dict(config))
+        adapter.check_run(target, options)
+        return options
 
     def _made_from_run(
         self, run_id: str, target: Any, capability: Capability | None
@@ -1083,6 +1148,7 @@ class Debugger:
         target: Any = None,
         *,
         until_divergence: bool = False,
+        config: Mapping[str, Any] | None = None,
     ) -> RunHandle:
         """Run a recorded run again from its input with the *current* code of its target, in a
         worker thread, serving its model and tool calls from the record where nothing changed.
@@ -1105,11 +1171,16 @@ class Debugger:
         :param until_divergence: end the run at the first call that differs from the record
             instead of making it: the run ends ``terminated`` and ``result()`` raises
             :class:`flowdbg.timetravel.Diverged` (a :class:`flowdbg.Terminated`) naming it.
+        :param config: the run's config (as ``flowdbg run --config`` takes it: an OpenAI
+            agent's ``{"context": {...}}``, LangGraph's ``RunnableConfig``); by default the
+            config the recorded run was started with, if it recorded one.
         :returns: the :class:`RunHandle` of the new run; ``handle.calls`` counts the calls
             served and run live, and names the first that differed in each branch.
         :raises flowdbg.timetravel.ForkError: when recording is off, the run is nested, it
-            recorded no target and none is given, the target is of another framework, or
-            its adapter cannot serve recorded calls (only ``"none"`` then).
+            recorded no target and none is given, the target is of another framework, its
+            adapter cannot serve recorded calls (only ``"none"`` then), or the recorded
+            config had secrets redacted and no ``config`` is given.
+        :raises flowdbg.errors.RunOptionError: when the target cannot take the config.
         :raises ValueError: for an unknown ``cached_calls``.
         """
         from flowdbg.timetravel import CACHED_CALLS, RecordedCalls
@@ -1130,6 +1201,7 @@ class Debugger:
                 f"after step {run.fork_step}: its input is the state it started from, not a "
                 "run's input; fork that run again after that step instead"
             )
+        options = self._options_of(run, target, adapter, config, "rerun")
         store = self._recording_store(flush=False)  # flushed by _made_from_run
         steps: list[Any] = []
         pending = [run.run_id]
@@ -1146,7 +1218,9 @@ class Debugger:
         self.attach(target, ref=ref)
         method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
         short = run.run_id[:8]
-        handle = RunHandle(self, method, (target, run.input), {}, name=f"rerun of {short}")
+        args = (target, run.input) if options is None else (target, run.input, options)
+        handle = RunHandle(self, method, args, {}, name=f"rerun of {short}")
+        handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))
         handle._made_from = ("rerun", run.run_id, None)
         handle._calls = handle.calls = calls

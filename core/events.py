@@ -221,6 +221,9 @@ class RunInfo:
     #: the run it was made from (``origin`` says how), and the step of that run it starts after
     forked_from: str | None = None
     fork_step: int | None = None
+    #: the config the run was started with, when the debugger started it with one
+    #: (:class:`flowdbg.adapter.RunOptions` ``config``), recorded for reruns
+    config: Any = None
 
     @property
     def duration(self) -> float | None:

@@ -127,6 +127,7 @@ def run_record(info: RunInfo, input: Any = _LIVE, output: Any = _LIVE) -> RunRec
         origin=info.origin,
         forked_from=info.forked_from,
         fork_step=info.fork_step,
+        config=info.config,
     )
 
 

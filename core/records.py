@@ -99,6 +99,10 @@ class RunRecord:
     #: the run this one was made from, and the step of it that this one starts after
     forked_from: str | None = None
     fork_step: int | None = None
+    #: the config the run was started with (``flowdbg run --config``, a server's start with
+    #: a config), secrets redacted as in values; ``None`` when none was given or known.
+    #: :meth:`flowdbg.Debugger.rerun` starts with it again.
+    config: Any = None
 
     @property
     def duration(self) -> float | None:

@@ -16,7 +16,7 @@ import bisect
 import html
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +84,9 @@ class NodeStats:
     """Timing of one node (or tool, model call, ...) over every time it ran in a run.
 
     ``count`` includes executions still running; ``total``, ``avg`` and ``max`` are seconds over
-    the finished ones; ``errors`` counts the failed ones.
+    the finished ones; ``errors`` counts the failed ones. Units of different kinds that share a
+    name (an OpenAI agent ``billing`` and the handoff to it) are counted apart: each is keyed
+    by ``"name (kind)"`` in :attr:`RunLog.node_stats` then.
     """
 
     node: str
@@ -93,6 +95,8 @@ class NodeStats:
     avg: float
     errors: int
     max: float
+    #: the units' kind (``node``, ``tool``, ``llm``, ``handoff``, ``agent``)
+    kind: str = "node"
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serializable dict of every field."""
@@ -103,6 +107,7 @@ class NodeStats:
             "avg": self.avg,
             "errors": self.errors,
             "max": self.max,
+            "kind": self.kind,
         }
 
 
@@ -500,21 +505,17 @@ class _Snapshot:
         return "stats" if repeats else "steps"
 
     def links(self) -> dict[int, list[RunLog]]:
-        """Nested runs by the step index that started them (steps of this run only)."""
-        by_step: dict[int, list[RunLog]] = {}
+        """Nested runs by the step index that started them (steps of this run only), each
+        step's in the order they started."""
         indices = {step.step for step in self.steps}
-        by_id = {child.run.run_id: child for child in self.children}
-        linked: set[str] = set()
-        for step in self.steps:
-            child = by_id.get(step.child_run_id) if step.child_run_id else None
-            if child is not None:
-                by_step.setdefault(step.step, []).append(child)
-                linked.add(child.run.run_id)
-        for child in self.children:
-            parent_step = child.run.parent_step
-            if child.run.run_id not in linked and parent_step in indices:
-                assert parent_step is not None
-                by_step.setdefault(parent_step, []).append(child)
+        # a step names only the last run it started (child_run_id); the others name the step
+        # (parent_step)
+        owner = {step.child_run_id: step.step for step in self.steps if step.child_run_id}
+        by_step: dict[int, list[RunLog]] = {}
+        for child in self.children:  # in the order they started
+            at = owner.get(child.run.run_id, child.run.parent_step)
+            if at is not None and at in indices:
+                by_step.setdefault(at, []).append(child)
         return by_step
 
     def unlinked_children(self, view: str) -> list[RunLog]:
@@ -545,9 +546,11 @@ class _Snapshot:
             for nested in unit.inside:
                 emit(nested)
             if expand:  # after the units run inside this one: they belong to this run
-                for child in children:
+                for number, child in enumerate(children):
+                    # several runs of one step: 1a.1, 1b.1, ... tell their steps apart
+                    prefix = row_label if len(children) == 1 else row_label + _letters(number)
                     snapshot = _Snapshot.of(child)
-                    rows.extend(snapshot.step_rows(expand=True, label=row_label, level=level + 1))
+                    rows.extend(snapshot.step_rows(expand=True, label=prefix, level=level + 1))
 
         for unit in _units(self.steps, len(self.run.path)):
             emit(unit)
@@ -556,14 +559,14 @@ class _Snapshot:
     def stats_rows(self) -> list[list[str]]:
         return [
             [
-                _clip(s.node, _NODE_WIDTH),
+                _clip(name, _NODE_WIDTH),
                 str(s.count),
                 format_duration(s.total),
                 format_duration(s.avg),
                 format_duration(s.max),
                 str(s.errors),
             ]
-            for s in _node_stats(self.steps).values()
+            for name, s in _node_stats(self.steps).items()
         ]
 
     def footer(self, view: str, *, expand: bool) -> list[str]:
@@ -706,10 +709,24 @@ def _note_budget(rows: list[_StepRow]) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _kind_labels(units: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """How to name each ``(name, kind)`` of units in a table: the name, or ``"name (kind)"``
+    where units of several kinds share it (an OpenAI agent and the handoff to it)."""
+    kinds: dict[str, set[str]] = {}
+    for name, kind in units:
+        kinds.setdefault(name, set()).add(kind)
+    return {
+        (name, kind): name if len(found) == 1 else f"{name} ({kind})"
+        for name, found in kinds.items()
+        for kind in found
+    }
+
+
 def _node_stats(steps: list[StepRecord]) -> dict[str, NodeStats]:
-    acc: dict[str, list[Any]] = {}  # node -> [count, finished, total, errors, max]
+    # (node, kind) -> [count, finished, total, errors, max]
+    acc: dict[tuple[str, str], list[Any]] = {}
     for step in steps:
-        entry = acc.setdefault(step.node, [0, 0, 0.0, 0, 0.0])
+        entry = acc.setdefault((step.node, step.kind), [0, 0, 0.0, 0, 0.0])
         entry[0] += 1
         duration = step.duration
         if duration is not None:
@@ -718,16 +735,18 @@ def _node_stats(steps: list[StepRecord]) -> dict[str, NodeStats]:
             entry[4] = max(entry[4], duration)
         if step.status == "failed":
             entry[3] += 1
+    labels = _kind_labels(acc)
     return {
-        node: NodeStats(
+        labels[node, kind]: NodeStats(
             node=node,
             count=count,
             total=total,
             avg=total / finished if finished else 0.0,
             errors=errors,
             max=longest,
+            kind=kind,
         )
-        for node, (count, finished, total, errors, longest) in acc.items()
+        for (node, kind), (count, finished, total, errors, longest) in acc.items()
     }
 
 
@@ -753,10 +772,10 @@ def _summary(run: RunRecord, steps: list[StepRecord], children: list[RunLog]) ->
         errors += f" ({shown}{', ' + _ELLIPSIS if len(names) > _MAX_FAILED_NODES else ''})"
     parts.append(errors)
     if any(step.ended_at is not None for step in steps):
-        slowest = max(stats.values(), key=lambda s: s.total)
+        name, slowest = max(stats.items(), key=lambda item: item[1].total)
         times = f", {slowest.count}\u00d7" if slowest.count > 1 else ""
         parts.append(
-            f"slowest {_clip(slowest.node, _NODE_WIDTH)} ({format_duration(slowest.total)}{times})"
+            f"slowest {_clip(name, _NODE_WIDTH)} ({format_duration(slowest.total)}{times})"
         )
     if children:
         text = _plural(len(children), "child run")
@@ -805,6 +824,17 @@ def _counts(steps: list[StepRecord]) -> str:
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _letters(number: int) -> str:
+    """``a``, ``b``, ... ``z``, ``aa``, ``ab``, ...: the ``number``-th (from 0) child run of a
+    step in the labels of the step view."""
+    text = ""
+    number += 1
+    while number:
+        number, rest = divmod(number - 1, 26)
+        text = chr(ord("a") + rest) + text
+    return text
 
 
 def _child_order(log: RunLog) -> tuple[bool, int, float]:

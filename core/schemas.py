@@ -394,9 +394,10 @@ class RunsSteps(_Shape):
 
 
 class NodeDelta(_Shape):
-    """How one node ran in two runs."""
+    """How one node ran in two runs (units of different kinds that share a name are apart)."""
 
     node: str
+    kind: str = Field(description="the units' kind: node, tool, llm, handoff or agent")
     count_a: Count
     count_b: Count
     total_a: Seconds = Field(description="seconds over its steps in a")

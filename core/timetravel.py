@@ -184,6 +184,29 @@ def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
     return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i, groups) is None]
 
 
+def _redacted_paths(value: Any) -> list[str]:
+    """The paths (``context.api_key``) of ``value`` where the store redacted a secret: a fork
+    or rerun cannot start with what was not kept."""
+    from flowdbg._paths import format_path
+    from flowdbg._redact import REDACTED
+
+    found: list[str] = []
+
+    def walk(item: Any, parts: tuple[Any, ...]) -> None:
+        if isinstance(item, str):
+            if REDACTED in item:
+                found.append(format_path(parts) or "(the whole value)")
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                walk(child, (*parts, key))
+        elif isinstance(item, (list, tuple)):
+            for index, child in enumerate(item):
+                walk(child, (*parts, index))
+
+    walk(value, ())
+    return found
+
+
 def _listing(numbers: Sequence[int]) -> str:
     """``0, 1, 2, 3, 5`` as ``0..3, 5``: three consecutive steps or more as a range."""
     parts: list[str] = []

@@ -275,7 +275,39 @@ def resolve_db(db: str | None) -> str:
         return db
     from flowdbg.store import default_db_path
 
+    note_found_db(db)
     return str(default_db_path())
+
+
+def note_found_db(db: str | None) -> None:
+    """Say on stderr, once per command, which database it uses when the search up the folder
+    tree found one that is neither the current folder's nor at the root of a git repository:
+    outside a repository the search goes up to ``/``, so a run in ``/tmp/x`` would otherwise
+    use a ``/tmp/.flowdbg`` that others write too, without a word. Nothing is said when
+    ``--db`` or ``$FLOWDBG_DB`` chose the database."""
+    if db or os.environ.get("FLOWDBG_DB", "").strip():
+        return
+    ctx = click.get_current_context(silent=True)
+    meta = None if ctx is None else ctx.find_root().meta
+    if meta is not None and meta.get("flowdbg.db_noted"):
+        return
+    from flowdbg.store import find_db
+
+    found = find_db()
+    if found is None:
+        return
+    folder = found.parent.parent
+    with contextlib.suppress(OSError):
+        if folder == Path.cwd() or (folder / ".git").exists():
+            return
+    if meta is not None:
+        meta["flowdbg.db_noted"] = True
+    # stderr: a --json document on stdout stays one document
+    click.echo(
+        f"using the database {found} (the nearest .flowdbg folder above this one; "
+        "--db or FLOWDBG_DB chooses another)",
+        err=True,
+    )
 
 
 def db_label(path: str | os.PathLike[str]) -> str:
@@ -795,6 +827,8 @@ def _make_debugger(
 ) -> Debugger:
     from flowdbg.debugger import Debugger
 
+    if not no_record:
+        note_found_db(db)
     return Debugger(
         stop_on_entry=stop_on_entry,
         record=False if no_record else None,

@@ -12,6 +12,7 @@ from ._app import (
     CliError,
     _check_output,
     _make_debugger,
+    _parse_config,
     break_option,
     db_option,
     debug_session,
@@ -60,6 +61,13 @@ def parse_edits(texts: Sequence[str]) -> dict[str, Any]:
     metavar="PATH=VALUE",
     help="change the state first (VALUE is JSON or a Python literal); repeatable",
 )
+@click.option(
+    "--config",
+    "config_json",
+    metavar="JSON",
+    help="the run's config, as flowdbg run --config takes it (default: the config RUN was "
+    "started with, if it recorded one)",
+)
 @break_option
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
@@ -78,6 +86,7 @@ def runs_fork(
     run_id: str,
     step: int,
     edits: tuple[str, ...],
+    config_json: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
     stop_on_entry: bool,
@@ -93,12 +102,14 @@ def runs_fork(
     recorded with where it came from (runs show, runs ls --tree, runs timeline).
 
     The target is the one RUN recorded (flowdbg run records it as given) unless --target
-    names another. With --json the fork runs to its end without stopping and prints the new
-    run.
+    names another; the config is the one RUN was started with (flowdbg run --config records
+    it) unless --config gives another. With --json the fork runs to its end without stopping
+    and prints the new run.
     """
     if as_json and (breaks or stop_on_entry or break_on_exception):
         raise click.UsageError("--json runs the fork without stopping: leave out -b and stops")
     changes = parse_edits(edits)
+    config = _parse_config(config_json)
     _check_output(output)
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
     try:
@@ -109,13 +120,14 @@ def runs_fork(
                 "written, and the fork must be recorded; pass --db with a writable database"
             )
         # everything a fork checks, before anything is printed or run
-        point, obj, ref, _ = dbg._prepare_fork(run_id, step, changes, target)
+        point, obj, ref, adapter = dbg._prepare_fork(run_id, step, changes, target)
         full_id = point.run.run_id
+        options = dbg._options_of(point.run, obj, adapter, config, "fork")
 
         handles: list[Any] = []
 
         def start() -> Any:
-            handle = dbg.fork(full_id, step, changes, target=obj)
+            handle = dbg.fork(full_id, step, changes, target=obj, config=config)
             handles.append(handle)
             return handle
 
@@ -141,7 +153,10 @@ def runs_fork(
         else:
             out = Out()
             came = f"after step {step}" if step else "from its input"
-            out.line(f"forking run {short_id(full_id)} {came} with {ref or 'the target given'}")
+            out.line(
+                f"forking run {short_id(full_id)} {came} with {ref or 'the target given'}"
+                + _config_note(config, options)
+            )
             code = debug_session(
                 dbg,
                 obj,
@@ -159,6 +174,13 @@ def runs_fork(
     finally:
         dbg.close()
     ctx.exit(code)
+
+
+def _config_note(given: Any, options: Any) -> str:
+    """How the printed line of a fork or rerun names its config."""
+    if options is None:
+        return ""
+    return ", the config given" if given is not None else ", the config the run was started with"
 
 
 def _first_divergence(store: Any, source: str, run_id: str) -> dict[str, Any] | None:
@@ -188,6 +210,13 @@ def _divergence_after(out: Out, dbg: Any, source: str, handles: Sequence[Any]) -
     show_default=True,
     help="which model and tool calls are served from RUN's record when they match it",
 )
+@click.option(
+    "--config",
+    "config_json",
+    metavar="JSON",
+    help="the run's config, as flowdbg run --config takes it (default: the config RUN was "
+    "started with, if it recorded one)",
+)
 @break_option
 @click.option("--break-on-exception", is_flag=True, help="stop where a unit raises")
 @click.option("--stop-on-entry", is_flag=True, help="stop before the first unit")
@@ -210,6 +239,7 @@ def runs_rerun(
     ctx: click.Context,
     run_id: str,
     cached_calls: str,
+    config_json: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
     stop_on_entry: bool,
@@ -224,7 +254,9 @@ def runs_rerun(
     match the call at the same place in the record gets the recorded result without running
     (no model is asked, no tool runs); the first call of a node that differs runs live, and
     so do the calls after it there (with --until-divergence the rerun ends there instead).
-    Served steps show as "cached".
+    Served steps show as "cached". The run starts with the input and the config RUN was
+    started with (flowdbg run --config records it; secrets are not recorded, so a config with
+    one must be given again with --config, which replaces the recorded one).
 
     With --json the rerun runs to its end without stopping and prints the new run, its steps
     and what was served.
@@ -234,6 +266,7 @@ def runs_rerun(
 
     if as_json and (breaks or stop_on_entry or break_on_exception):
         raise click.UsageError("--json runs the rerun without stopping: leave out -b and stops")
+    config = _parse_config(config_json)
     _check_output(output)
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
     try:
@@ -244,7 +277,8 @@ def runs_rerun(
             )
         store = dbg.store
         needs = None if cached_calls == "none" else Capability.CACHED_CALLS
-        run, obj, ref, _ = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        run, obj, ref, adapter = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        options = dbg._options_of(run, obj, adapter, config, "rerun")
         handles: list[Any] = []
 
         def start() -> Any:
@@ -253,6 +287,7 @@ def runs_rerun(
                 cached_calls=cached_calls,
                 target=obj,
                 until_divergence=until_divergence,
+                config=config,
             )
             handles.append(handle)
             return handle
@@ -295,7 +330,7 @@ def runs_rerun(
             out = Out()
             out.line(
                 f"rerunning run {short_id(run.run_id)} with {ref or 'the target given'}, "
-                f"recorded calls served: {cached_calls}"
+                f"recorded calls served: {cached_calls}" + _config_note(config, options)
             )
             code = debug_session(
                 dbg,

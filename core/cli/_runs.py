@@ -155,6 +155,8 @@ def _run_header(out: Out, run: RunRecord) -> None:
         head += "  " + " ".join(f"{key}={value}" for key, value in sorted(run.tags.items()))
     if run.target:
         head += f"  target {run.target}"
+    if run.config is not None:  # what a rerun starts with again
+        head += f"  config {preview(run.config)}"
     out.line(head, style="bold")
 
 
@@ -571,6 +573,9 @@ def runs_diff(
         out.line("")
         from rich.text import Text
 
+        from flowdbg.runlog import _kind_labels
+
+        labels = _kind_labels((node["node"], node["kind"]) for node in nodes)
         rows: list[list[str | Text]] = []
         for node in nodes:
             changed = node["status_changed"]
@@ -582,7 +587,7 @@ def runs_diff(
             )
             rows.append(
                 [
-                    str(node["node"]),
+                    labels[node["node"], node["kind"]],
                     str(node["count_a"]),
                     str(node["count_b"]),
                     duration(node["total_a"]),

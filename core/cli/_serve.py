@@ -13,7 +13,15 @@ from typing import Any
 
 import click
 
-from ._app import _CONTEXT, CliError, _make_debugger, _set_breakpoints, break_option, db_option
+from ._app import (
+    _CONTEXT,
+    CliError,
+    _make_debugger,
+    _parse_config,
+    _set_breakpoints,
+    break_option,
+    db_option,
+)
 
 __all__ = ["mcp_command", "serve_command", "server_options", "start_server", "ui_command"]
 
@@ -73,6 +81,17 @@ def disconnect_options(fn: Any) -> Any:
     )(fn)
 
 
+def config_option(fn: Any) -> Any:
+    """``--config``: the config of the runs the server starts without one."""
+    return click.option(
+        "--config",
+        "config_json",
+        metavar="JSON",
+        help="the config of a run started without one (a JSON object, as flowdbg run --config "
+        """takes it: e.g. '{"context": {"user": "ann"}}' for an OpenAI agent)""",
+    )(fn)
+
+
 def start_server(
     dbg: Any,
     *,
@@ -81,10 +100,12 @@ def start_server(
     host: str,
     port: int,
     token: str | None,
+    default_config: dict[str, Any] | None = None,
     **options: Any,
 ) -> Any:
     """Start the debug server for ``dbg`` and print its URL (with the token).
 
+    :param default_config: the config of a run a client starts without one.
     :raises CliError: when the server's packages are missing or it cannot listen.
     """
     from flowdbg.server import ServerError
@@ -95,6 +116,8 @@ def start_server(
         )
     except ServerError as exc:
         raise CliError(str(exc)) from exc
+    # set before the URL (and its token) is printed: no client can start a run before it
+    server.service.default_config = default_config
     # the URL carries the token: printed as is (Out would redact it), on stdout for scripts
     click.echo(f"flowdbg debug server for {target_name}: {server.url}")
     return server
@@ -105,6 +128,7 @@ def start_server(
 @server_options
 @break_option
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
+@config_option
 @disconnect_options
 @click.option(
     "--rate",
@@ -127,6 +151,7 @@ def serve_command(
     allowed_hosts: tuple[str, ...],
     breaks: tuple[str, ...],
     stop_on_entry: bool,
+    config_json: str | None,
     on_disconnect: str,
     grace: float,
     rate: float,
@@ -137,12 +162,13 @@ def serve_command(
 
     Prints the server's URL with its token and serves until interrupted (Ctrl-C).
     Clients set breakpoints, start runs with an input, wait for stops, read and edit state,
-    step and resume over HTTP, and follow the runs on the WebSocket /events. Needs
-    pip install 'flowdbg[server]'. See docs/server.md.
+    step and resume over HTTP, and follow the runs on the WebSocket /events. A run started
+    without a config gets --config's. Needs pip install 'flowdbg[server]'. See docs/server.md.
     """
     _serve_until_interrupted(
         ctx,
         target,
+        config=_parse_config(config_json),
         breaks=breaks,
         stop_on_entry=stop_on_entry,
         no_record=no_record,
@@ -165,11 +191,13 @@ def _serve_until_interrupted(
     stop_on_entry: bool,
     no_record: bool,
     db: str | None,
+    config: dict[str, Any] | None = None,
     after_start: Any = None,
     **options: Any,
 ) -> None:
     """Load ``target``, set ``breaks``, serve it until Ctrl-C (``after_start(server)`` is
-    called once it listens)."""
+    called once it listens); ``config`` is the config of a run started without one."""
+    from flowdbg.adapter import RunOptions
     from flowdbg.server import require
 
     from ._render import Out
@@ -182,13 +210,15 @@ def _serve_until_interrupted(
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
         obj = load_target(target, dbg)
+        if config is not None:  # refused now, not at the first run a client starts
+            dbg.adapter_for(obj).check_run(obj, RunOptions(config=config))
         if breaks:
             try:
                 description = dict(dbg.describe(obj))
             except NotImplementedError:
                 description = {}
             _set_breakpoints(dbg, breaks, description, Out())
-        server = start_server(dbg, target=obj, target_name=target, **options)
+        server = start_server(dbg, target=obj, target_name=target, default_config=config, **options)
         try:
             if after_start is not None:
                 after_start(server)
@@ -211,6 +241,7 @@ def _serve_until_interrupted(
     metavar="JSON",
     help="the input the page offers for a run (default: the demo's input without TARGET)",
 )
+@config_option
 @click.option("--no-browser", is_flag=True, help="print the page's URL, do not open a browser")
 @click.option("--stop-on-entry", is_flag=True, help="stop every run before its first unit")
 @db_option
@@ -225,6 +256,7 @@ def ui_command(
     allowed_hosts: tuple[str, ...],
     breaks: tuple[str, ...],
     input_text: str | None,
+    config_json: str | None,
     no_browser: bool,
     stop_on_entry: bool,
     db: str | None,
@@ -236,10 +268,12 @@ def ui_command(
     graph (click a node to break there), the stops with their state (edit it in place), the
     run's timeline and log, and the recorded runs (step through one, compare two). Prints
     the page's URL with its token and serves until interrupted (Ctrl-C); no browser is
-    opened with --no-browser, under CI, or without a display. Needs
-    pip install 'flowdbg[server]'. See docs/server.md.
+    opened with --no-browser, under CI, or without a display. A run started without a config
+    gets --config's. Needs pip install 'flowdbg[server]'. See docs/server.md.
     """
     from ._app import adapters_of
+
+    config = _parse_config(config_json)
 
     example: Any = None
     if target is None:
@@ -263,6 +297,7 @@ def ui_command(
     _serve_until_interrupted(
         ctx,
         target,
+        config=config,
         breaks=breaks,
         stop_on_entry=stop_on_entry,
         no_record=no_record,

@@ -92,6 +92,8 @@ class Service:
                 self.target_name = type(target).__name__
         #: an input the target runs with, offered to clients (``TargetInfo.example_input``)
         self.example_input: Any = None
+        #: the config of a run started without one (``flowdbg serve --config``)
+        self.default_config: dict[str, Any] | None = None
         #: the numbered events the WebSocket clients read
         self.journal = EventJournal()
         dbg.register_plugin(self.journal)
@@ -296,7 +298,7 @@ class Service:
 
         if self.target is None or self.adapter is None:
             raise NoTarget(_NO_TARGET)
-        options = RunOptions(config=req.config)
+        options = RunOptions(config=self.default_config if req.config is None else req.config)
         self.adapter.check_run(self.target, options)
         value = {} if req.input is None else req.input
         self.adapter.check_input(self.target, value)  # refused before anything runs

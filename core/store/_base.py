@@ -94,7 +94,9 @@ def default_db_path() -> pathlib.Path:
 
 @dataclass
 class NodeDelta:
-    """How often a node ran in two runs, how long it took in total and how its runs ended."""
+    """How often a node ran in two runs, how long it took in total and how its runs ended.
+    Units of different kinds that share a name (an OpenAI agent and the handoff to it) are
+    counted apart."""
 
     node: str
     count_a: int = 0
@@ -105,6 +107,8 @@ class NodeDelta:
     #: step status -> how many of the node's steps ended so
     statuses_a: dict[str, int] = field(default_factory=dict)
     statuses_b: dict[str, int] = field(default_factory=dict)
+    #: the units' kind (``node``, ``tool``, ``llm``, ``handoff``, ``agent``)
+    kind: str = "node"
 
     @property
     def status_changed(self) -> bool:
@@ -116,6 +120,7 @@ class NodeDelta:
         """A JSON-ready dict."""
         return {
             "node": self.node,
+            "kind": self.kind,
             "count_a": self.count_a,
             "count_b": self.count_b,
             "total_a": self.total_a,
@@ -276,24 +281,125 @@ class DiffRow:
     step: StepRecord
     state: Any
     output: Any
+    #: it ran concurrently with others and was placed among them by what it did (see
+    #: :func:`_unordered`), not by when it started
+    concurrent: bool = False
 
 
 def _aligned(rows: list[DiffRow]) -> list[DiffRow]:
-    """Steps in a canonical order: by step, but units of one superstep (which run concurrently
-    and may be numbered in any order) sorted by node, branch and attempt."""
+    """Steps in a canonical order: by step, but units that ran concurrently (and may be
+    numbered in any order) sorted: those of one superstep by node, branch and attempt; those of
+    frameworks without supersteps (LlamaIndex's workers of a step, parallel tool calls) by what
+    they were and what they left (see :func:`_unordered`), so that two runs whose concurrent
+    units only ran in another order line up unit by unit, while a unit that ran in one of them
+    only, or ended or left something otherwise, still shows."""
     rows = sorted(rows, key=lambda row: row.step.step)
     out: list[DiffRow] = []
-    group: list[DiffRow] = []
+    group: list[DiffRow] = []  # one superstep's units
+    loose: list[DiffRow] = []  # units without a superstep, in step order
+
+    def flush() -> None:
+        out.extend(sorted(group, key=_concurrent_key))
+        group.clear()
+        out.extend(_unordered(loose))
+        loose.clear()
+
     for row in rows:
-        if group and (row.step.superstep is None or row.step.superstep != group[0].step.superstep):
-            out.extend(sorted(group, key=_concurrent_key))
-            group = []
-        if row.step.superstep is None:
-            out.append(row)
+        superstep = row.step.superstep
+        if superstep is None:
+            if group:
+                flush()
+            loose.append(row)
         else:
+            if loose or (group and superstep != group[0].step.superstep):
+                flush()
             group.append(row)
-    out.extend(sorted(group, key=_concurrent_key))
+    flush()
     return out
+
+
+def _unordered(rows: list[DiffRow]) -> list[DiffRow]:
+    """``rows`` (units without a superstep, in step order) with the stretches where units ran
+    concurrently sorted by :func:`_overlapping_key`.
+
+    The record says two units ran concurrently when one started while the other was running
+    and is not inside it (a tool call inside its node is not concurrency). How concurrent
+    units interleave with the rest depends on timing, and so does where a pause with nothing
+    running falls: a stretch runs from a unit that overlapped another to the last unit of a
+    node (at its path) that overlapped one in the stretch, the units in between included (in
+    a LlamaIndex run, the workers of one step that start as others end, and the steps their
+    events start between them).
+    """
+    # windows: units chained by overlapping in time
+    windows: list[list[DiffRow]] = []
+    running: list[StepRecord] = []  # the units still running as this one started
+    until = float("-inf")  # when the last of them ends
+    for row in rows:
+        step = row.step
+        start = step.started_at
+        if start >= until:  # (most units: the ones before have ended)
+            running.clear()
+        elif running:
+            running = [o for o in running if o.ended_at is not None and start < o.ended_at]
+        if running and any(not _inside(step, other) for other in running):
+            windows[-1].append(row)
+        else:
+            windows.append([row])
+        if step.ended_at is not None:  # (a unit that never ended says nothing of when it ran)
+            running.append(step)
+            until = max(until, step.ended_at) if len(running) > 1 else step.ended_at
+    if len(windows) == len(rows):  # nothing ran concurrently
+        return rows
+    last: dict[tuple[tuple[str, ...], str], int] = {}
+    for index, window in enumerate(windows):
+        for row in window:
+            last[row.step.path, row.step.node] = index
+    out: list[DiffRow] = []
+    index = 0
+    while index < len(windows):
+        if len(windows[index]) < 2:
+            out.extend(windows[index])
+            index += 1
+            continue
+        end = scanned = index
+        while scanned <= end:  # the stretch grows with each concurrent window it takes in
+            if len(windows[scanned]) > 1:
+                end = max([end, *(last[r.step.path, r.step.node] for r in windows[scanned])])
+            scanned += 1
+        stretch = [row for window in windows[index : end + 1] for row in window]
+        for row in stretch:
+            row.concurrent = True
+        out.extend(sorted(stretch, key=_overlapping_key))
+        index = end + 1
+    return out
+
+
+def _count_detail(
+    sa: StepRecord, sb: StepRecord, rows_a: list[DiffRow], rows_b: list[DiffRow]
+) -> str | None:
+    """How often the units of ``sa`` and ``sb`` ran in each run, where that differs."""
+    for step in (sa, sb):
+        unit = (step.path, step.node, step.kind)
+        count_a = sum((r.step.path, r.step.node, r.step.kind) == unit for r in rows_a)
+        count_b = sum((r.step.path, r.step.node, r.step.kind) == unit for r in rows_b)
+        if count_a != count_b:
+            return (
+                f"{_where(step)!r} ran {count_a} time{'s' if count_a != 1 else ''} in run a "
+                f"and {count_b} in run b (among units that ran concurrently)"
+            )
+    return None
+
+
+def _inside(step: StepRecord, other: StepRecord) -> bool:
+    """Whether ``step`` ran inside ``other`` (a tool call inside its node: not concurrency)."""
+    holder = (*other.path, other.node)
+    return step.path[: len(holder)] == holder
+
+
+def _overlapping_key(row: DiffRow) -> tuple[Any, ...]:
+    # equal values have equal tokens: units that did the same line up whatever their order
+    step = row.step
+    return (step.path, step.node, step.kind, repr(row.output), repr(row.state), step.attempt)
 
 
 def _concurrent_key(row: DiffRow) -> tuple[str, str, int, int]:
@@ -520,7 +626,10 @@ class Store(abc.ABC):
     ) -> RunDiff:
         """Compare two runs (typically of one graph): what ran, how long, and where they part.
 
-        Steps are compared in order (units of one superstep by node, as they run concurrently):
+        Steps are compared in order, but units that ran concurrently by what they were and
+        did, whatever order they ran in: those of one superstep by node, and where a framework
+        has no supersteps (LlamaIndex's workers of a step, parallel tool calls) those the
+        record shows running at the same time (one started while the other ran):
         the first pair that ran different units is a ``path`` divergence, the first that ended
         with a different status a ``status`` one, the first that left a different state (or,
         the state the same, returned something else: ``output...`` paths) a ``state`` one,
@@ -661,12 +770,14 @@ class Store(abc.ABC):
                 "node_b": sb.node,
             }
             if (sa.path, sa.node, sa.kind) != (sb.path, sb.node, sb.kind):
-                return Divergence(
-                    kind="path",
-                    detail=f"run a ran {_where(sa)!r} (step {sa.step}) where run b ran "
-                    f"{_where(sb)!r} (step {sb.step})",
-                    **common,
+                detail = (
+                    f"run a ran {_where(sa)!r} (step {sa.step}) where run b ran "
+                    f"{_where(sb)!r} (step {sb.step})"
                 )
+                if row_a.concurrent and row_b.concurrent:
+                    # placed by what they did, not when: say what ran more often instead
+                    detail = _count_detail(sa, sb, rows_a, rows_b) or detail
+                return Divergence(kind="path", detail=detail, **common)
             if sa.status != sb.status:
                 detail = f"{_where(sa)!r} {sa.status} in run a and {sb.status} in run b"
                 error = sa.error or sb.error
@@ -775,13 +886,13 @@ class Store(abc.ABC):
 
 
 def _node_deltas(rows_a: list[DiffRow], rows_b: list[DiffRow]) -> list[NodeDelta]:
-    deltas: dict[str, NodeDelta] = {}
+    deltas: dict[tuple[str, str], NodeDelta] = {}
     for side, rows in (("a", rows_a), ("b", rows_b)):
         for row in rows:
             step = row.step
-            delta = deltas.get(step.node)
+            delta = deltas.get((step.node, step.kind))
             if delta is None:
-                delta = deltas[step.node] = NodeDelta(step.node)
+                delta = deltas[step.node, step.kind] = NodeDelta(step.node, kind=step.kind)
             duration = step.duration or 0.0
             statuses = delta.statuses_a if side == "a" else delta.statuses_b
             statuses[step.status] = statuses.get(step.status, 0) + 1

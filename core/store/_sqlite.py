@@ -182,6 +182,12 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE steps ADD COLUMN cached INTEGER NOT NULL DEFAULT 0")
 
 
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    # the config a run was started with (flowdbg run --config), which a rerun starts with
+    # again (older runs have none: NULL)
+    conn.execute("ALTER TABLE runs ADD COLUMN config_ref TEXT")
+
+
 #: ``READ_AS_CURRENT[n]``: temporary views under which a database of schema ``n`` reads as one
 #: of :data:`DB_SCHEMA_VERSION` (the columns added since, as their defaults), so that a
 #: read-only store reads an older database it may not migrate: SQLite finds a temporary view
@@ -190,20 +196,25 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
 READ_AS_CURRENT: dict[int, tuple[str, ...]] = {
     1: (
         "CREATE TEMP VIEW runs AS SELECT *, NULL AS target, NULL AS origin, "
-        "NULL AS forked_from, NULL AS fork_step FROM main.runs",
+        "NULL AS forked_from, NULL AS fork_step, NULL AS config_ref FROM main.runs",
         "CREATE TEMP VIEW steps AS SELECT *, 0 AS cached FROM main.steps",
     ),
+    2: ("CREATE TEMP VIEW runs AS SELECT *, NULL AS config_ref FROM main.runs",),
 }
 
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _migrate_to_1,
+    _migrate_to_2,
+    _migrate_to_3,
+]
 #: the database schema this flowdbg writes and reads (the --json envelope has its own version)
 DB_SCHEMA_VERSION = len(MIGRATIONS)
 
 _RUN_COLUMNS = (
     "id, parent, root, parent_step, name, framework, status, started_at, ended_at, "
     "error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, "
-    "path, pid, host, step_count, target, origin, forked_from, fork_step"
+    "path, pid, host, step_count, target, origin, forked_from, fork_step, config_ref"
 )
 _STEP_COLUMNS = (
     "run_id, step, superstep, path, node, kind, status, started_at, ended_at, duration, "
@@ -215,11 +226,11 @@ _STEP_PARAMS = ", ".join("?" * len(_STEP_COLUMNS.split(", ")))
 _UPSERT_RUN = """
 INSERT INTO runs (id, parent, root, parent_step, name, framework, status, started_at, ended_at,
     error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, path,
-    pid, host, step_count, target, origin, forked_from, fork_step)
+    pid, host, step_count, target, origin, forked_from, fork_step, config_ref)
 VALUES (:id, :parent, :root, :parent_step, :name, :framework, :status, :started_at, :ended_at,
     :error_type, :error_module, :error_message, :error_traceback, :input_ref, :output_ref, :tags,
     :path, :pid, :host, (SELECT count(*) FROM steps WHERE run_id = :id), :target, :origin,
-    :forked_from, :fork_step)
+    :forked_from, :fork_step, :config_ref)
 ON CONFLICT (id) DO UPDATE SET
     parent = excluded.parent, root = excluded.root, parent_step = excluded.parent_step,
     name = excluded.name, framework = excluded.framework, started_at = excluded.started_at,
@@ -229,6 +240,7 @@ ON CONFLICT (id) DO UPDATE SET
     fork_step = coalesce(excluded.fork_step, fork_step),
     pid = coalesce(excluded.pid, pid), host = coalesce(excluded.host, host),
     input_ref = coalesce(excluded.input_ref, input_ref),
+    config_ref = coalesce(excluded.config_ref, config_ref),
     {ending}
 """
 # a run that started: never turns an ended run back into a running one
@@ -834,6 +846,7 @@ class SQLiteStore(Store):
         where = f"of run {run.run_id}"
         input_ref, _ = self._encode(encoder, packer, run.input, "in the input " + where)
         output_ref, _ = self._encode(encoder, packer, run.output, "in the output " + where)
+        config_ref, _ = self._encode(encoder, packer, run.config, "in the config " + where)
         error_type, error_module, error_message, error_traceback = _error_columns(
             run.error, self._redact
         )
@@ -861,6 +874,7 @@ class SQLiteStore(Store):
             "origin": run.origin,
             "forked_from": run.forked_from,
             "fork_step": run.fork_step,
+            "config_ref": config_ref,
         }
 
     def _step_row(
@@ -1131,7 +1145,9 @@ class SQLiteStore(Store):
         return tuple(rows[0])
 
     def _runs(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
-        values = self._values(conn, [column for row in rows for column in (row[13], row[14])])
+        values = self._values(
+            conn, [column for row in rows for column in (row[13], row[14], row[24])]
+        )
         out: list[RunRecord] = []
         for index, row in enumerate(rows):
             status = row[6]
@@ -1149,8 +1165,8 @@ class SQLiteStore(Store):
                     started_at=row[7],
                     ended_at=row[8],
                     error=_error(row, 9),
-                    input=values[2 * index],
-                    output=values[2 * index + 1],
+                    input=values[3 * index],
+                    output=values[3 * index + 1],
                     tags=_decode(row[15]),
                     path=_path(row[16]),
                     pid=row[17],
@@ -1160,6 +1176,7 @@ class SQLiteStore(Store):
                     origin=row[21],
                     forked_from=row[22],
                     fork_step=row[23],
+                    config=values[3 * index + 2],
                 )
             )
         return out
@@ -1515,7 +1532,7 @@ class SQLiteStore(Store):
             """SELECT DISTINCT ref FROM (
                 SELECT input_ref AS ref FROM steps UNION ALL SELECT output_ref FROM steps
                 UNION ALL SELECT state_ref FROM steps UNION ALL SELECT input_ref FROM runs
-                UNION ALL SELECT output_ref FROM runs
+                UNION ALL SELECT output_ref FROM runs UNION ALL SELECT config_ref FROM runs
             ) WHERE substr(ref, 1, 1) = '"'"""
         )
         pending = [json.loads(ref) for (ref,) in roots]

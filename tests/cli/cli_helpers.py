@@ -132,6 +132,44 @@ GRAPHS = textwrap.dedent(
 )
 
 
+#: an OpenAI agent whose tool reads the run context (``support.py:build``; needs the extra)
+SUPPORT_AGENT = textwrap.dedent(
+    """
+    import os
+
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+
+    from agents import Agent, RunContextWrapper, function_tool, set_tracing_disabled
+    from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+    set_tracing_disabled(True)
+
+
+    @function_tool
+    def account(ctx: RunContextWrapper[dict]) -> str:
+        \"\"\"The account of the user the run is for.\"\"\"
+        ctx.context["asked"] = ctx.context.get("asked", 0) + 1  # changes the context in place
+        return f"account of {ctx.context['user']}"
+
+
+    def _answer(call):
+        found = [i["output"] for i in call.input if isinstance(i, dict) and "output" in i]
+        return [assistant_message("; ".join(map(str, found)))]
+
+
+    def build():
+        return Agent(
+            name="support",
+            tools=[account],
+            # a turn asking for the account, then the answer: for each of up to 10 runs
+            model=ScriptedModel(
+                [[function_call("account", {}, call_id="c1")], ModelStep.respond(_answer)] * 10
+            ),
+        )
+    """
+)
+
+
 def _is_under(module: object, folder: Path) -> bool:
     file = getattr(module, "__file__", None)
     return file is not None and Path(file).resolve().is_relative_to(folder.resolve())

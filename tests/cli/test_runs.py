@@ -568,6 +568,45 @@ def written(db: Path) -> dict[str, float]:
     return {"now": now, "old": old}
 
 
+def test_diff_keeps_units_of_different_kinds_sharing_a_name_apart(run_cli: Cli, db: Path) -> None:
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import open_store
+
+    units = {  # OpenAI Agents runs: the agent 'billing' and the handoff to it
+        "aaaa1111": [("triage", "agent"), ("billing", "handoff"), ("billing", "agent")],
+        "bbbb2222": [
+            ("triage", "agent"),
+            ("billing", "handoff"),
+            ("billing", "agent"),
+            ("billing", "agent"),
+        ],
+    }
+    runs = [
+        RunRecord(run_id, "openai_agents", "triage", status="completed", started_at=100.0 + n,
+                  ended_at=101.0 + n, root_run_id=run_id)
+        for n, run_id in enumerate(units)
+    ]  # fmt: skip
+    steps = [
+        StepRecord(run_id, i, name, kind=kind, started_at=100.0 + i, ended_at=100.5 + i)
+        for run_id, named in units.items()
+        for i, (name, kind) in enumerate(named, 1)
+    ]
+    with open_store(db) as store:
+        store.write_batch(runs=runs, steps=steps, ended=runs)
+    out = run_cli("runs", "diff", "aaaa1111", "bbbb2222").stdout
+    assert re.search(r"^billing \(handoff\)\s+1\s+1\s", out, flags=re.M), out
+    assert re.search(r"^billing \(agent\)\s+1\s+2\s", out, flags=re.M), out
+    assert re.search(r"^triage\s+1\s+1\s", out, flags=re.M), out  # no kind: no other
+    data = run_cli.json("runs", "diff", "aaaa1111", "bbbb2222", command="runs diff")
+    assert [(n["node"], n["kind"], n["count_a"], n["count_b"]) for n in data["nodes"]] == [
+        ("triage", "agent", 1, 1),
+        ("billing", "handoff", 1, 1),
+        ("billing", "agent", 1, 2),
+    ]
+    out = run_cli("runs", "show", "bbbb2222", "--view", "stats").stdout
+    assert re.search(r"^billing \(agent\)\s+2\s", out, flags=re.M), out
+
+
 def test_ambiguous_and_short_prefixes(run_cli: Cli, written: dict[str, float]) -> None:
     line = run_cli.error("runs", "show", "abcd")
     assert "run id prefix 'abcd' is ambiguous" in line and "'abcd1111', 'abcd2222'" in line

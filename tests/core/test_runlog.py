@@ -281,6 +281,27 @@ def test_stats_view_for_a_loop() -> None:
     assert log.timing == pytest.approx({"inc": 0.15, "done": 0.0001})
 
 
+def test_units_of_different_kinds_sharing_a_name_are_counted_apart() -> None:
+    # an OpenAI Agents run: the agent 'billing' and the handoff to it share the name
+    names = [("triage", "agent"), ("chat", "llm"), ("billing", "handoff")]
+    names += [("billing", "agent"), ("chat", "llm"), ("chat", "llm")]
+    steps = [
+        step(i, name, 0.001 * i, kind=kind, start=100.0 + i)
+        for i, (name, kind) in enumerate(names, 1)
+    ]
+    log = RunLog.from_records(run_record(), steps)
+    assert log.render("stats").splitlines()[2:] == [
+        "node               count  total  avg  max  errors",
+        "triage                 1    1ms  1ms  1ms       0",
+        "chat                   3   13ms  4ms  6ms       0",
+        "billing (handoff)      1    3ms  3ms  3ms       0",
+        "billing (agent)        1    4ms  4ms  4ms       0",
+    ]
+    billing = log.node_stats["billing (agent)"]
+    assert (billing.node, billing.kind, billing.count) == ("billing", "agent", 1)
+    assert log.node_stats["chat"].kind == "llm"
+
+
 def test_stats_view_lists_failed_steps_below_the_table() -> None:
     text = str(loop_log(fail_at=37))
     assert "inc      50  150ms    3ms    4ms       1" in text
@@ -337,6 +358,30 @@ def test_tree_expands_nested_runs_under_their_step() -> None:
         "2     sub         node  completed  12ms      -> post [child run 3f2a91c0: 2 steps]",
         "2.1     retrieve  node  completed  5ms       -> generate",
         "2.2     generate  node  completed  6ms",
+        "3     post        node  completed  2ms",
+    ]
+
+
+def test_two_runs_of_one_step_are_expanded_in_the_order_they_started() -> None:
+    # a node running two nested graphs (an agent calling two agents as tools in one turn):
+    # the step names the last one only, the first names the step
+    second = "9c1d0e2f" + "c" * 24
+    first_log = child_log()
+    run = run_record(name="other", run_id=second, parent_run_id=RUN, root_run_id=RUN, parent_step=2)
+    run.started_at = 100.5  # after the first
+    second_log = RunLog.from_records(run, [step(1, "lookup", 0.004, run_id=second)])
+    steps = [
+        step(1, "classify", 0.82, decision=["sub"]),
+        step(2, "sub", 0.012, decision="post", child_run_id=second),
+        step(3, "post", 0.002),
+    ]
+    log = RunLog.from_records(run_record(), steps, [second_log, first_log])
+    assert log.tree().splitlines()[3:] == [
+        "1     classify    node  completed  820ms     -> sub",
+        "2     sub         node  completed  12ms      -> post [2 child runs: 3 steps]",
+        "2a.1    retrieve  node  completed  5ms       -> generate",
+        "2a.2    generate  node  completed  6ms",
+        "2b.1    lookup    node  completed  4ms",
         "3     post        node  completed  2ms",
     ]
 

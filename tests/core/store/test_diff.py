@@ -213,6 +213,7 @@ def test_the_diff_as_a_dict_is_json(store: SQLiteStore) -> None:
     assert data["first_divergence"]["paths"] == ["answer", "notes[1]"]
     assert data["nodes"][0] == {
         "node": "plan",
+        "kind": "node",
         "count_a": 1,
         "count_b": 1,
         "total_a": 0.5,
@@ -449,3 +450,70 @@ def test_a_step_outside_the_run_is_refused(store: SQLiteStore) -> None:
     a = record(store, 1, graph_run(1, ["plan", "search"]))
     with pytest.raises(StepNotFound, match="step 9 is out of range"):
         store.diff_steps(a, 1, 9)
+
+
+# units (name, start, end, output) of a LlamaIndex-like run: no supersteps, a step with three
+# workers whose results a 'gather' step collects; in run b the workers ran in another order
+WORKERS_A = [
+    ("plan", 0.0, 1.0, {"items": 3}),
+    ("square", 1.1, 3.0, {"sq": 1}),
+    ("square", 1.2, 2.0, {"sq": 4}),
+    ("gather", 2.05, 2.1, None),
+    ("square", 2.15, 4.0, {"sq": 9}),  # started as the second worker ended
+    ("gather", 3.05, 3.1, None),
+    ("gather", 4.05, 4.1, {"total": 14}),
+    ("report", 4.2, 4.3, "14"),
+]
+WORKERS_B = [
+    ("plan", 0.0, 1.0, {"items": 3}),
+    ("square", 1.1, 1.5, {"sq": 4}),
+    ("square", 1.2, 3.0, {"sq": 1}),
+    ("square", 1.6, 4.0, {"sq": 9}),
+    ("gather", 1.65, 1.7, None),
+    ("gather", 3.05, 3.1, None),
+    ("gather", 4.05, 4.1, {"total": 14}),
+    ("report", 4.2, 4.3, "14"),
+]
+
+
+def worker_run(store: SQLiteStore, n: int, units: list[tuple[str, float, float, Any]]) -> str:
+    rid = run_id(n)
+    steps = [
+        step(rid, i, node=node, output=output, started_at=T0 + start, ended_at=T0 + end)
+        for i, (node, start, end, output) in enumerate(units, 1)
+    ]
+    return record(store, n, steps)
+
+
+def test_concurrent_workers_that_ran_in_another_order_do_not_diverge(
+    store: SQLiteStore,
+) -> None:
+    a, b = worker_run(store, 1, WORKERS_A), worker_run(store, 2, WORKERS_B)
+    assert store.diff_runs(a, b).first_divergence is None
+    assert store.divergence(a, b).first is None
+
+
+def test_concurrent_workers_still_diverge_where_they_did_otherwise(store: SQLiteStore) -> None:
+    a = worker_run(store, 1, WORKERS_A)
+    other = [*WORKERS_B]
+    other[2] = ("square", 1.2, 3.0, {"sq": 100})  # a worker returned something else
+    div = store.diff_runs(a, worker_run(store, 2, other)).first_divergence
+    assert div is not None and (div.kind, div.node_a, div.node_b) == ("state", "square", "square")
+    assert div.paths == ["output.sq"]
+    fewer = [unit for i, unit in enumerate(WORKERS_B) if i != 5]  # a gather did not run
+    div = store.diff_runs(a, worker_run(store, 3, fewer)).first_divergence
+    assert div is not None and div.kind == "path"
+    assert div.detail == (
+        "'gather' ran 3 times in run a and 2 in run b (among units that ran concurrently)"
+    )
+
+
+def test_sequential_units_in_another_order_still_diverge(store: SQLiteStore) -> None:
+    # the same units, but none ran while another did: their order is the run's path
+    def sequential(units: list[tuple[str, float, float, Any]]) -> list[Any]:
+        return [(node, i, i + 0.5, out) for i, (node, _, _, out) in enumerate(units)]
+
+    a = worker_run(store, 1, sequential(WORKERS_A))
+    div = store.diff_runs(a, worker_run(store, 2, sequential(WORKERS_B))).first_divergence
+    # the second unit: a square that returned 1 in run a and 4 in run b
+    assert div is not None and (div.kind, div.step_a, div.paths) == ("state", 2, ["output.sq"])

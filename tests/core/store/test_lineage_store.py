@@ -105,3 +105,38 @@ def test_a_schema_1_database_is_migrated_with_its_runs(
         assert [r.run_id for r in store.list_forks(run_id(1))] == [run_id(2)]
     with open_store(db, readonly=True) as store:
         assert store.get_run(run_id(2)).fork_step == 2
+
+
+def test_a_run_keeps_its_config_redacted_and_a_schema_2_database_reads_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_store(tmp_path / "c.db") as store:
+        config = {"context": {"user": "ann", "api_key": "sk-123"}, "max_turns": 3}
+        store.write_batch(runs=[run(1, config=config)])
+        store.write_batch(ended=[run(1, status="completed", ended_at=5.0)])  # kept at the end
+        assert store.get_run(run_id(1)).config == {
+            "context": {"user": "ann", "api_key": "[REDACTED]"},
+            "max_turns": 3,
+        }
+    db = tmp_path / "v2.db"
+    with monkeypatch.context() as patched:  # a database as the flowdbg before configs wrote it
+        patched.setattr(_sqlite, "MIGRATIONS", _sqlite.MIGRATIONS[:2])
+        patched.setattr(_sqlite, "DB_SCHEMA_VERSION", 2)
+        open_store(db).close()
+    conn = sqlite3.connect(db)
+    try:
+        with conn:  # a run as that flowdbg wrote it
+            conn.execute(
+                "INSERT INTO runs (id, name, framework, status, started_at, origin) "
+                "VALUES (?, 'graph1', 'stategraph', 'completed', 1.0, 'rerun')",
+                (run_id(1),),
+            )
+    finally:
+        conn.close()
+    with open_store(db, readonly=True) as store:  # through a view: not changed
+        old = store.get_run(run_id(1))
+        assert (old.origin, old.config) == ("rerun", None)
+    with open_store(db) as store:  # migrated when opened for writing
+        store.write_batch(runs=[run(2, config={"configurable": {"user": "1"}})])
+        assert store.get_run(run_id(2)).config == {"configurable": {"user": "1"}}
+        assert store.get_run(run_id(1)).config is None

@@ -1,0 +1,77 @@
+"""``flowdbg serve --config`` (and ``ui``): the config of a run a client starts without one,
+checked when the server starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import SUPPORT_AGENT, Cli
+
+URL = re.compile(r"(http://127\.0\.0\.1:\d+)/\?token=(\S+)")
+
+
+def _serve(folder: Path, db: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "FLOWDBG_DB": str(db), "PYTHONUNBUFFERED": "1"}
+    env.pop("FLOWDBG_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "flowdbg.cli", "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=folder,
+    )
+
+
+def test_serve_config_is_the_config_of_a_run_started_without_one(graphs: Path, db: Path) -> None:
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    for name in ("fastapi", "uvicorn", "websockets", "httpx"):
+        pytest.importorskip(name, reason="the server extra is not installed")
+    import httpx
+
+    (graphs / "support.py").write_text(SUPPORT_AGENT, encoding="utf-8")
+    proc = _serve(graphs, db, "support.py:build", "--config", '{"context": {"user": "ann"}}')
+    try:
+        assert proc.stdout is not None
+        found = None
+        for line in proc.stdout:
+            found = URL.search(line)
+            if found:
+                break
+        assert found is not None, proc.stderr.read() if proc.stderr else ""
+        base, token = found.group(1), found.group(2)
+        outputs = []
+        with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
+            for body in (
+                {"input": "my balance"},  # no config: the server's
+                {"input": "my balance", "config": {"context": {"user": "bob"}}},
+            ):
+                assert c.post("/runs", json=body).status_code == 201
+                assert c.post("/wait", params={"timeout": 20}).json()["outcome"] == "ended"
+                newest = c.get("/records/runs").json()["runs"][0]["run_id"]
+                outputs.append(c.get(f"/records/runs/{newest}").json()["output"])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert outputs == ["account of ann", "account of bob"]
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_serve_refuses_a_config_that_is_not_a_json_object(run_cli: Cli, command: str) -> None:
+    message = run_cli.error(command, "graphs.py:app", "--config", "[1]")
+    assert message == "error: --config must be a JSON object, not list"
+    message = run_cli.error(command, "graphs.py:app", "--config", "{user: 1}")
+    assert message.startswith("error: --config is not valid JSON")
+
+
+def test_serve_refuses_a_config_the_target_cannot_take(run_cli: Cli) -> None:
+    for name in ("fastapi", "uvicorn", "websockets"):
+        pytest.importorskip(name, reason="the server extra is not installed")
+    message = run_cli.error("serve", "graphs.py:app", "--config", '{"user": 1}')
+    assert "config" in message and "stategraph" in message

@@ -17,8 +17,8 @@ from flowdbg import schemas
 from flowdbg._json import jsonable
 from flowdbg._redact import redact_text
 from flowdbg._values import summarize
-from flowdbg.breakpoints import CALL_KINDS_REMEDY
 from flowdbg._views import run_dict, runs_diff_dict, step_dict
+from flowdbg.breakpoints import CALL_KINDS_REMEDY
 from flowdbg.errors import BreakpointError, FlowdbgError, PathError, StopNotFound
 
 from . import _protocol as p

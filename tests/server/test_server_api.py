@@ -87,7 +87,9 @@ def test_a_warning_advises_the_requests_strict_field_not_the_python_keyword(
     (warning,) = loose["warnings"]
     assert "strict=True" not in warning
     assert '"strict": true' in warning
-    refused = client.post("/breakpoints", json={"type": "before", "pattern": "nope", "strict": True})
+    refused = client.post(
+        "/breakpoints", json={"type": "before", "pattern": "nope", "strict": True}
+    )
     message = refused.json()["error"]["message"]
     assert "kind=" not in message and '"kind": ["tool"] or ["llm"]' in message
 

@@ -154,6 +154,16 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
     shot("refused")
     alert.get_by_role("button", name="Dismiss the message").click()
     expect(alert).to_be_hidden()
+    # a name that matches no step: the warning advises what this page can do
+    page.locator("#bp-condition").fill("")
+    page.locator("#bp-node").fill("sqaure")
+    page.get_by_role("button", name="Add breakpoint").click()
+    warning = page.locator("#alert")
+    expect(warning).to_contain_text("unknown node 'sqaure'")
+    expect(warning).to_contain_text('pick "tool call" under Where')
+    expect(warning).to_contain_text("remove it here if the name is wrong")
+    expect(warning).not_to_contain_text("strict")
+    expect(warning).not_to_contain_text("kind")
     # the refused breakpoint is the only request that failed (the browser logs its 400)
     assert [e for e in errors if "status of 400" not in e] == [], errors
     context.close()

@@ -64,10 +64,12 @@ $("alert-close").addEventListener("click", () => {
 $("alert").addEventListener("mouseenter", () => clearTimeout(showAlert.timer));
 $("alert").addEventListener("mouseleave", armAlert);
 
-/** A server's breakpoint warning as this page's user can act on it: the request field it
- * mentions ("strict") is not in the page's form. */
+/** A server's breakpoint warning as this page's user can act on it: the request fields it
+ * advises ("kind", "strict") are not in the page's form; what the form has is. */
 function forPage(warning) {
-  return warning.replace(/; set it with "strict": true to have it refused instead\)$/, "; remove it from the Breakpoints tab if the name is wrong)");
+  return warning
+    .replace('give "kind": ["tool"] or ["llm"] for a call a node makes', 'pick "tool call" under Where for a tool a node calls')
+    .replace(/; set it with "strict": true to have it refused instead\)$/, "; remove it here if the name is wrong)");
 }
 
 async function attempt(fn) {

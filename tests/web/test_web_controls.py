@@ -6,50 +6,15 @@ agent whose tool reads the run's context, given in the run form's config."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
+from web_browser import Served, ui_fixture
+
+workers = ui_fixture("tests/web/web_more_targets.py:build_workers", needs="workflows")
+greeter = ui_fixture(
+    "tests/web/web_agent_target.py:build_greeter", "--input", json.dumps("hi"), needs="agents"
 )
-
-
-def _needs(package: str, extra: str) -> None:
-    if importlib.util.find_spec(package) is None:
-        pytest.skip(f"the {extra} extra is not installed")
-
-
-@pytest.fixture(scope="module")
-def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    _needs("workflows", "llamaindex")
-    with serving(
-        tmp_path_factory.mktemp("workers"), "tests/web/web_more_targets.py:build_workers"
-    ) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def greeter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    _needs("agents", "openai-agents")
-    with serving(
-        tmp_path_factory.mktemp("greeter"),
-        "tests/web/web_agent_target.py:build_greeter",
-        "--input",
-        json.dumps("hi"),
-    ) as server:
-        yield server
 
 
 def _apart(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
@@ -63,12 +28,12 @@ def _apart(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
 
 
 def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapter_can(
-    browser: Any, workers: Served, artifacts: Path
+    open_ui: Any, workers: Served
 ) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, workers)
-    shot = Shots(page, artifacts)
+    ui = open_ui(workers)
+    page, shot = ui.page, ui.shot
     square = page.locator('#graph [data-node="square"]')
     square.click()
     expect(square).to_have_attribute("data-break-before", "true")
@@ -165,18 +130,15 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
     expect(warning).not_to_contain_text("strict")
     expect(warning).not_to_contain_text("kind")
     # the refused breakpoint is the only request that failed (the browser logs its 400)
-    assert [e for e in errors if "status of 400" not in e] == [], errors
-    context.close()
+    assert [e for e in ui.errors if "status of 400" not in e] == [], ui.errors
 
 
-def test_a_run_gets_the_config_given_in_the_form(
-    browser: Any, greeter: Served, artifacts: Path
-) -> None:
+def test_a_run_gets_the_config_given_in_the_form(open_ui: Any, greeter: Served) -> None:
     import httpx
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, greeter)
-    shot = Shots(page, artifacts)
+    ui = open_ui(greeter)
+    page, shot = ui.page, ui.shot
     config = page.get_by_label("Config")
     # not JSON: refused before any run starts, saying what to give
     config.fill('{"context": {"user": ')
@@ -201,5 +163,4 @@ def test_a_run_gets_the_config_given_in_the_form(
     detail = httpx.get(f"{greeter.base}/records/runs/{run['run_id']}", headers=auth).json()
     assert "hello ada" in json.dumps(detail["output"]), detail["output"]
     shot("config-given")
-    assert not errors, errors
-    context.close()
+    assert not ui.errors, ui.errors

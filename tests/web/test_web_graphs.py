@@ -4,53 +4,23 @@ and an OpenAI agent's tools hang from it as nodes on which a click sets a tool b
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
+from web_browser import Served, ui_fixture
+
+nested = ui_fixture(
+    "tests/web/web_more_targets.py:build_nested",
+    "--input",
+    json.dumps({"x": 2}),
+    needs="workflows",
 )
-
-
-def _needs(package: str, extra: str) -> None:
-    if importlib.util.find_spec(package) is None:
-        pytest.skip(f"the {extra} extra is not installed")
-
-
-@pytest.fixture(scope="module")
-def nested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    _needs("workflows", "llamaindex")
-    with serving(
-        tmp_path_factory.mktemp("nested"),
-        "tests/web/web_more_targets.py:build_nested",
-        "--input",
-        json.dumps({"x": 2}),
-    ) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    _needs("agents", "openai-agents")
-    with serving(
-        tmp_path_factory.mktemp("agents"),
-        "flowdbg.adapters.openai_agents._demo:build_agent",
-        "--input",
-        json.dumps("Please refund order 1042, it arrived broken"),
-    ) as server:
-        yield server
+agents = ui_fixture(
+    "flowdbg.adapters.openai_agents._demo:build_agent",
+    "--input",
+    json.dumps("Please refund order 1042, it arrived broken"),
+    needs="agents",
+)
 
 
 def _inside(inner: dict[str, float], outer: dict[str, float]) -> bool:
@@ -71,14 +41,11 @@ def _apart(a: dict[str, float], b: dict[str, float]) -> bool:
     )
 
 
-def test_a_workflow_run_inside_a_step_is_drawn_with_its_edges(
-    browser: Any, nested: Served, artifacts: Path
-) -> None:
+def test_a_workflow_run_inside_a_step_is_drawn_with_its_edges(open_ui: Any, nested: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, nested)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(nested)
+    page, shot, node = ui.page, ui.shot, ui.node
     edge = lambda a, b: page.locator(f'#graph [data-edge="{a}->{b}"]')  # noqa: E731
     box = page.locator('#graph [data-cluster="nested"]')
     expect(box).to_contain_text("nested: Inner")
@@ -106,17 +73,16 @@ def test_a_workflow_run_inside_a_step_is_drawn_with_its_edges(
         assert _inside(shown, body), (name, shown, body)
         assert _apart(shown, title), (name, shown, title)
     shot("nested-done")
-    assert not errors, errors
-    context.close()
+    assert not ui.errors, ui.errors
 
 
 def test_an_agents_tools_are_nodes_that_take_a_tool_breakpoint(
-    browser: Any, agents: Served, artifacts: Path
+    open_ui: Any, agents: Served
 ) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, agents)
-    shot = Shots(page, artifacts)
+    ui = open_ui(agents)
+    page, shot = ui.page, ui.shot
     tool = page.locator('#graph [data-tool="refund"]')
     # the refunds agent's tool, attached to it
     expect(tool).to_have_attribute("data-node", "refunds/refund")
@@ -142,5 +108,4 @@ def test_an_agents_tools_are_nodes_that_take_a_tool_breakpoint(
     expect(tool).to_have_attribute("data-state", "done")
     expect(tool.locator(".hits")).to_have_text("×1")  # noqa: RUF001
     shot("tool-done")
-    assert not errors, errors
-    context.close()
+    assert not ui.errors, ui.errors

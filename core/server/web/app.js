@@ -624,12 +624,17 @@ const CALLS = new Set(["tool", "llm", "handoff"]);
 
 function placeBlock(runId, start, end, superstep, kind, slotWanted = null) {
   const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
-  let wanted = slotWanted; // a held unit's lane (see drawTimeline)
-  if (wanted === null && CALLS.has(kind)) wanted = 0;
+  let wanted = null;
+  if (CALLS.has(kind) && slotWanted === null) wanted = 0;
   else if (superstep !== null && superstep !== undefined) {
+    // the framework's supersteps say which units ran side by side
     const key = `${runId}|${superstep}`;
     wanted = slots.get(key) || 0;
     slots.set(key, wanted + 1);
+  } else {
+    // a stop's marker, or a unit held beside another (see drawTimeline); null: the first lane
+    // free when it starts
+    wanted = slotWanted;
   }
   let slot = 0;
   for (;;) {

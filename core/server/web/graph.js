@@ -201,7 +201,7 @@ export class GraphView {
         const toolName = tool && typeof tool === "object" ? String(tool.name) : String(tool);
         const tid = `${id}/${toolName}`;
         if (graph.hasNode(tid)) continue;
-        graph.setNode(tid, { label: toolName, kind: "tool", tool: toolName, width: textWidth(`⚙ ${toolName}`), height: 28 });
+        graph.setNode(tid, { label: toolName, kind: "tool", tool: toolName, width: textWidth(`⚙ ${toolName}`), height: 32 });
         if (parent) graph.setParent(tid, parent);
         this.names.push(tid);
         graph.setEdge(id, tid, { style: "tool", label: "", width: 0, height: 0, labelpos: "c" }, `${id}->${tid}`);

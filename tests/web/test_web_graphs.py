@@ -58,6 +58,17 @@ def test_a_workflow_run_inside_a_step_is_drawn_with_its_edges(open_ui: Any, nest
     # and the box in the outer flow
     expect(edge("__start__", "nested/__start__")).to_have_count(1)
     expect(edge("nested/__end__", "__end__")).to_have_count(1)
+    # the box's title is painted over the edge entering the box, which does not cross it out
+    painted_after = page.evaluate(
+        """() => {
+          const q = (css) => document.querySelector(css);
+          const title = q('#graph [data-cluster="nested"] .cluster-label');
+          const entering = q('#graph [data-edge="__start__->nested/__start__"]');
+          const order = entering.compareDocumentPosition(title);
+          return Boolean(order & Node.DOCUMENT_POSITION_FOLLOWING);
+        }"""
+    )
+    assert painted_after
 
     page.get_by_role("button", name="Start run").click()
     expect(page.locator("#run-summary")).to_contain_text("completed")

@@ -262,13 +262,22 @@ export class GraphView {
     const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);
     el("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }, marker);
 
-    const layers = { clusters: el("g", { class: "clusters" }, svg), edges: el("g", { class: "edges" }, svg), nodes: el("g", { class: "nodes" }, svg) };
+    // a box's fill under the edges, its outline and title over them: an edge entering the box
+    // passes under its title
+    const layers = {
+      backs: el("g", { class: "cluster-backs" }, svg),
+      edges: el("g", { class: "edges" }, svg),
+      clusters: el("g", { class: "clusters" }, svg),
+      nodes: el("g", { class: "nodes" }, svg),
+    };
     for (const id of graph.nodes()) {
       const n = graph.node(id);
       if (n.kind !== "cluster") continue;
+      const box = { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height, rx: 8 };
+      el("rect", { ...box, class: "cluster-back" }, layers.backs);
       const g = el("g", { class: "cluster", "data-cluster": id }, layers.clusters);
       this.clusters.set(id, g);
-      el("rect", { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height, rx: 8 }, g);
+      el("rect", { ...box, class: "outline" }, g);
       this.clusterHead(g, id, n);
     }
     for (const e of graph.edges()) {

@@ -32,8 +32,6 @@ def describe(workflow: Any) -> dict[str, Any]:
         its model calls take; a list for several agents' models); for another workflow that
         holds llama-index-core tools, ``tools`` (those its steps may call).
     """
-    from workflows.events import StartEvent, StopEvent
-
     from flowdbg.adapters.llamaindex._adapter import _children, workflow_name
 
     with warnings.catch_warnings():
@@ -41,10 +39,67 @@ def describe(workflow: Any) -> dict[str, Any]:
         # deprecated attributes (__fields__...): its warnings are not the user's concern
         warnings.simplefilter("ignore", DeprecationWarning)
         steps = workflow._get_steps()
+    children = {id(child): child for child in _children(workflow)}
+    nodes, entry, edges, conditional = _structure(steps)
+    # A nested workflow held in an attribute is drawn inside the step whose code names that
+    # attribute (self.sub.run(...)); one no step names makes the description open: its units'
+    # names cannot all be listed.
+    open_ = False
+    for key, child in vars(workflow).items():
+        if id(child) not in children:
+            continue
+        runner = next((n for n in steps if key in _names_in(steps[n])), None)
+        if runner is None:
+            open_ = True
+            continue
+        for node in nodes:
+            if node["name"] == runner and node["subgraph"] is None:
+                node["subgraph"] = describe(child)
+                break
+    # A workflow class a step's code names (built and run inside the step) is drawn there too,
+    # from its class: its steps' names.
+    for node in nodes:
+        if node["subgraph"] is None:
+            built = _workflow_classes(steps[node["name"]])
+            if built:  # with its steps' edges, as an instance's (the signatures are the class's)
+                node["subgraph"] = _describe_class(built[0])
+    described: dict[str, Any] = {
+        "name": workflow_name(workflow),
+        "entry": entry,
+        "nodes": nodes,
+        "edges": edges,
+        "conditional_edges": conditional,
+        "reducers": [],
+    }
+    if open_:
+        described["open"] = True
+    agents = _agents(workflow)
+    if agents is not None:
+        tools, models = _calls(agents, handoffs=len(agents) > 1)
+        if tools is not None:  # the tool calls its call_tool step makes
+            described["tools"] = [{"name": name} for name in tools]
+        for node in nodes:
+            if node["name"] == "run_agent_step" and models:  # the step asking the model
+                node["model"] = models[0] if len(models) == 1 else models
+    else:
+        from flowdbg.adapters.llamaindex._tools import tool_name, tools_of
+
+        held = list(dict.fromkeys(tool_name(tool) for tool in tools_of(workflow)))
+        if held:  # the tools its steps call themselves (await tool.acall: _tools.py)
+            described["tools"] = [{"name": name} for name in held]
+    return described
+
+
+def _structure(
+    steps: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The nodes, entry steps, edges and conditional edges of a workflow's ``steps`` (name ->
+    step function), from the event types their signatures accept and return."""
+    from workflows.events import StartEvent, StopEvent
+
     configs = {name: getattr(func, "_step_config", None) for name, func in steps.items()}
     accepts = {name: _types(getattr(c, "accepted_events", ())) for name, c in configs.items()}
     returns = {name: _types(getattr(c, "return_types", ())) for name, c in configs.items()}
-    children = {id(child): child for child in _children(workflow)}
 
     def receivers(kind: type) -> list[str]:
         return [name for name, kinds in accepts.items() if any(issubclass(kind, k) for k in kinds)]
@@ -80,53 +135,7 @@ def describe(workflow: Any) -> dict[str, Any]:
             edges += [{"source": name, "target": target} for target in targets]
         elif targets:
             conditional.append({"source": name, "targets": targets})
-    # A nested workflow held in an attribute is drawn inside the step whose code names that
-    # attribute (self.sub.run(...)); one no step names makes the description open: its units'
-    # names cannot all be listed.
-    open_ = False
-    for key, child in vars(workflow).items():
-        if id(child) not in children:
-            continue
-        runner = next((n for n in steps if key in _names_in(steps[n])), None)
-        if runner is None:
-            open_ = True
-            continue
-        for node in nodes:
-            if node["name"] == runner and node["subgraph"] is None:
-                node["subgraph"] = describe(child)
-                break
-    # A workflow class a step's code names (built and run inside the step) is drawn there too,
-    # from its class: its steps' names.
-    for node in nodes:
-        if node["subgraph"] is None:
-            built = _workflow_classes(steps[node["name"]])
-            if built:
-                node["subgraph"] = _describe_class(built[0])
-    described: dict[str, Any] = {
-        "name": workflow_name(workflow),
-        "entry": entry,
-        "nodes": nodes,
-        "edges": edges,
-        "conditional_edges": conditional,
-        "reducers": [],
-    }
-    if open_:
-        described["open"] = True
-    agents = _agents(workflow)
-    if agents is not None:
-        tools, models = _calls(agents, handoffs=len(agents) > 1)
-        if tools is not None:  # the tool calls its call_tool step makes
-            described["tools"] = [{"name": name} for name in tools]
-        for node in nodes:
-            if node["name"] == "run_agent_step" and models:  # the step asking the model
-                node["model"] = models[0] if len(models) == 1 else models
-    else:
-        from flowdbg.adapters.llamaindex._tools import tool_name, tools_of
-
-        held = list(dict.fromkeys(tool_name(tool) for tool in tools_of(workflow)))
-        if held:  # the tools its steps call themselves (await tool.acall: _tools.py)
-            described["tools"] = [{"name": name} for name in held]
-    return described
+    return nodes, entry, edges, conditional
 
 
 def _agents(workflow: Any) -> list[Any] | None:
@@ -199,6 +208,17 @@ def _workflow_classes(func: Any) -> list[type]:
 
 def _describe_class(cls: type) -> dict[str, Any]:
     """What can be told of a workflow class without an instance: its steps."""
-    steps = getattr(cls, "_get_steps_from_class", None)
-    names = list(steps()) if callable(steps) else []
-    return {"name": cls.__name__, "entry": [], "nodes": names, "edges": [], "open": not names}
+    listing = getattr(cls, "_get_steps_from_class", None)
+    steps = dict(listing()) if callable(listing) else {}
+    if not steps:
+        return {"name": cls.__name__, "entry": [], "nodes": [], "edges": [], "open": True}
+    # the same structure as an instance's: the steps' signatures are the class's
+    nodes, entry, edges, conditional = _structure(steps)
+    return {
+        "name": cls.__name__,
+        "entry": entry,
+        "nodes": nodes,
+        "edges": edges,
+        "conditional_edges": conditional,
+        "reducers": [],
+    }

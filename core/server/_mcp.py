@@ -250,6 +250,11 @@ def make_mcp_server(service: Service) -> MCPServer:
         message: str | None = None,
         hit_condition: str | None = None,
         temporary: bool = False,
+        strict: bool = False,
+        kind: Annotated[
+            list[str] | None,
+            Field(description='only units of these kinds: "node", "tool", "llm", "agent"...'),
+        ] = None,
     ) -> dict[str, Any]:
         """Set a breakpoint. pattern: a unit name or glob ("refund", "tool_*", "*").
         type: "before" holds a run before the unit runs (its input can be edited), "after"
@@ -258,7 +263,8 @@ def make_mcp_server(service: Service) -> MCPServer:
         a tool call named pattern, "log" prints `message` (a template like "n={state[n]}")
         without stopping. condition: an optional Python-like expression over state, input,
         output, node, step ("state['amount'] > 100"); it runs in a sandbox. Returns the
-        breakpoint and warnings (e.g. a name that matches no node)."""
+        breakpoint and warnings (e.g. a name that matches no node); strict: refuse such a
+        name instead of warning. kind: only units of these kinds (["llm"] for model calls)."""
         req = p.BreakpointCreate(
             type=type,
             pattern=pattern,
@@ -267,6 +273,8 @@ def make_mcp_server(service: Service) -> MCPServer:
             message=message,
             hit_condition=hit_condition,
             temporary=temporary,
+            strict=strict,
+            kind=kind,
         )
         return service.add_breakpoint(req).model_dump(mode="json")
 
@@ -352,9 +360,9 @@ def make_mcp_server(service: Service) -> MCPServer:
         before stop, its output at an after stop), a key path like "messages[-1].content" or
         "plan.steps[0]", or a view prefix: "state:amount", "input:x", "output:route",
         "error:args". Large values come back summarized with the paths of their parts."""
-        stop = service.open_stop(stop_id)
-        value = service.dbg.inspect(path, stop=stop_id)
-        shown = path if split_view(path)[0] else f"{stop.default_view}:{path}"
+        value, shown = service.read(stop_id, path)
+        if split_view(path)[0]:
+            shown = path
         return {"stop_id": stop_id, "path": path, **value_view(value, shown)}
 
     @tool

@@ -101,6 +101,13 @@ class TargetInfo(_Response):
         description="an input the target runs with, offered to clients for POST /runs (the "
         "demo's input, or flowdbg serve --input); null: none known",
     )
+    capabilities: list[str] = Field(
+        default_factory=list,
+        description="what the target's adapter can do (GET /adapters lists every adapter's): "
+        "'rewind' for POST /stops/{id}/rewind, 'fork' for POST /records/runs/{id}/fork, "
+        "'cached_calls' for a rerun serving recorded calls (without it, only cached_calls "
+        "'none')",
+    )
 
 
 class ServerInfo(_Response):

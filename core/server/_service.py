@@ -18,7 +18,8 @@ from flowdbg._json import jsonable
 from flowdbg._redact import redact_text
 from flowdbg._values import summarize
 from flowdbg._views import run_dict, runs_diff_dict, step_dict
-from flowdbg.errors import BreakpointError, FlowdbgError, StopNotFound
+from flowdbg.breakpoints import CALL_KINDS_REMEDY
+from flowdbg.errors import BreakpointError, FlowdbgError, PathError, StopNotFound
 
 from . import _protocol as p
 from ._events import EventJournal
@@ -194,6 +195,7 @@ class Service:
             adapter=self.adapter.name,
             graph=jsonable(graph),
             example_input=jsonable(self.example_input),
+            capabilities=sorted(c.value for c in self.adapter.capabilities),
         )
 
     def adapters(self) -> schemas.Adapters:
@@ -260,8 +262,16 @@ class Service:
         }
         with _WARNINGS, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            bp = make[req.type]()
-        return p.BreakpointCreated(breakpoint=_bp(bp), warnings=[str(w.message) for w in caught])
+            try:
+                bp = make[req.type]()
+            except BreakpointError as exc:
+                advised = _for_clients(str(exc))
+                if advised == str(exc):
+                    raise
+                raise type(exc)(advised) from exc
+        return p.BreakpointCreated(
+            breakpoint=_bp(bp), warnings=[_for_clients(str(w.message)) for w in caught]
+        )
 
     def _known(self, bp_id: str) -> None:
         if not any(bp.id == bp_id for bp in self.dbg.breakpoints):
@@ -388,9 +398,27 @@ class Service:
 
     def inspect(self, stop_id: str, path: str) -> p.ValueResult:
         """Read ``path`` at a stop (its default view unless ``view:`` names another)."""
-        self.open_stop(stop_id)
-        value = self.dbg.inspect(path, stop=stop_id)
+        value, _ = self.read(stop_id, path)
         return p.ValueResult(stop=stop_id, path=path, value=jsonable(value), keys=_keys(value))
+
+    def read(self, stop_id: str, path: str) -> tuple[Any, str]:
+        """The value at ``path`` of an open stop, and the path that read it with its view
+        (``input:x`` for ``x`` at a before stop). A path that is only the name of one of the
+        stop's views (``args``, ``state``...) reads that whole view when the default view has
+        no such key: every name a stop lists in ``views`` reads as it is listed.
+
+        :raises PathError: when the path leads nowhere (the message lists the views).
+        """
+        from flowdbg._paths import split_view
+
+        stop = self.open_stop(stop_id)
+        view, rest = split_view(path)
+        try:
+            return self.dbg.inspect(path, stop=stop_id), f"{view or stop.default_view}:{rest}"
+        except PathError:
+            if view is not None or rest not in stop.views:
+                raise
+        return self.dbg.inspect(f"{rest}:", stop=stop_id), f"{rest}:"
 
     def set(self, stop_id: str, path: str, value: Any) -> schemas.Stop:
         """Set ``path`` of the stop's editable view to a plain JSON ``value``."""
@@ -629,6 +657,22 @@ _NO_TARGET = (
 
 def _bad(message: str) -> FlowdbgError:
     return BreakpointError(message)
+
+
+#: the Python API's advice in breakpoint warnings and errors -> the request fields a client of
+#: the server gives instead (POST /breakpoints, MCP set_breakpoint)
+_ADVICE = {
+    "strict=True refuses it": 'set it with "strict": true to have it refused instead',
+    CALL_KINDS_REMEDY: 'give "kind": ["tool"] or ["llm"] for a call a node makes',
+}
+
+
+def _for_clients(message: str) -> str:
+    """A breakpoint warning or error as a client of the server can act on it: the Python
+    keywords it advises are request fields here."""
+    for python, request in _ADVICE.items():
+        message = message.replace(python, request)
+    return message
 
 
 def _bp(bp: Breakpoint) -> schemas.BreakpointInfo:

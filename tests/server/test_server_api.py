@@ -80,6 +80,27 @@ def test_a_name_matching_no_node_warns_or_with_strict_is_refused(client: Any) ->
     assert strict.json()["error"]["type"] == "BreakpointError"
 
 
+def test_a_warning_advises_the_requests_strict_field_not_the_python_keyword(
+    client: Any,
+) -> None:
+    loose = client.post("/breakpoints", json={"type": "before", "pattern": "nope"}).json()
+    (warning,) = loose["warnings"]
+    assert "strict=True" not in warning
+    assert '"strict": true' in warning
+    refused = client.post(
+        "/breakpoints", json={"type": "before", "pattern": "nope", "strict": True}
+    )
+    message = refused.json()["error"]["message"]
+    assert "kind=" not in message and '"kind": ["tool"] or ["llm"]' in message
+
+
+def test_the_target_tells_its_adapters_capabilities(client: Any) -> None:
+    target = client.get("/target").json()
+    adapters = {a["name"]: a for a in client.get("/adapters").json()["adapters"]}
+    assert {"rewind", "fork", "cached_calls"} <= set(target["capabilities"])
+    assert target["capabilities"] == adapters["stategraph"]["capabilities"]
+
+
 def test_a_request_with_an_unknown_field_is_refused(client: Any) -> None:
     answer = client.post("/breakpoints", json={"type": "before", "pattern": "a", "nodee": "b"})
     assert answer.status_code == 422
@@ -376,3 +397,32 @@ def test_a_stop_resumed_in_process_is_reported_as_resumed(
     assert gone["type"] == "StopNotFound"
     assert f"stop {stop!r} has already resumed (step_over)" in gone["message"]
     client.post("/terminate")
+
+
+def test_every_view_a_stop_lists_reads_by_its_name(dbg: flowdbg.Debugger) -> None:
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    import httpx
+
+    from flowdbg.adapters.openai_agents._demo import DEMO_INPUT, build_agent
+
+    with (
+        dbg.serve(target=build_agent(), target_name="demo") as srv,
+        httpx.Client(
+            base_url=srv.base_url, headers={"Authorization": f"Bearer {srv.token}"}, timeout=30
+        ) as client,
+    ):
+        client.post("/breakpoints", json={"type": "before", "pattern": "*", "kind": ["llm"]})
+        client.post("/runs", json={"input": DEMO_INPUT})
+        stop = _wait_stop(client)
+        assert stop["location"]["kind"] == "llm" and "args" in stop["views"]
+        default = stop[stop["default_view"]]
+        for view in [v for v in stop["views"] if v not in default]:
+            answer = client.get(f"/stops/{stop['id']}/value", params={"path": view})
+            assert answer.status_code == 200, (view, answer.json())
+            whole = client.get(f"/stops/{stop['id']}/value", params={"path": f"{view}:"})
+            assert answer.json()["value"] == whole.json()["value"]
+        # a key of the default view keeps its meaning: the model's input has a key 'input'
+        assert "input" in default
+        key = client.get(f"/stops/{stop['id']}/value", params={"path": "input"}).json()
+        assert key["value"] == stop["input"]["input"]
+        dbg.terminate()

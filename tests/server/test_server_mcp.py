@@ -272,12 +272,32 @@ def _over_http(server: Any, script: Callable[[Call], Awaitable[_T]]) -> _T:
 
             async def call(name: str, **arguments: Any) -> dict[str, Any]:
                 result = await mcp.call_tool(name, arguments)
+                if result.is_error:
+                    return {"error": " ".join(getattr(c, "text", "") for c in result.content)}
                 assert result.structured_content is not None, (name, result.content)
                 return dict(result.structured_content)
 
             return await script(call)
 
     return anyio.run(session)
+
+
+def test_a_breakpoint_warning_advises_the_tools_strict_argument(server: Any) -> None:
+    async def script(call: Call) -> tuple[dict[str, Any], ...]:
+        loose = await call("set_breakpoint", pattern="nope")
+        strict = await call("set_breakpoint", pattern="nope", strict=True)
+        model = await call("set_breakpoint", pattern="gpt-*", kind=["llm"], strict=True)
+        return loose, strict, model
+
+    loose, strict, model = _over_http(server, script)
+    # what the remedy advises is there: a model call's name is taken with kind llm
+    assert model["breakpoint"]["kinds"] == ["llm"] and model["warnings"] == []
+    (warning,) = loose["warnings"]
+    assert "unknown node 'nope'" in warning
+    assert "strict=True" not in warning and '"strict": true' in warning
+    assert "BreakpointError: unknown node 'nope'" in strict["error"]
+    # its remedy names the tool's arguments, not the Python API's keywords
+    assert "kind=" not in strict["error"] and '"kind": ["tool"]' in strict["error"]
 
 
 def test_the_listing_tools_page_like_the_api(server: Any, dbg: Any) -> None:

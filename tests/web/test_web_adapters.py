@@ -15,15 +15,7 @@ for _name in ("fastapi", "uvicorn", "websockets", "httpx"):
     pytest.importorskip(_name)
 
 import httpx  # noqa: E402  (after the skip: the server extra may be missing)
-from web_browser import (  # noqa: E402
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    start_ui,
-    stop_ui,
-)
+from web_browser import require_browser, serving  # noqa: E402
 
 import flowdbg  # noqa: E402
 
@@ -42,9 +34,7 @@ def graph_kind(adapter: str) -> str:
 
 
 @pytest.mark.parametrize("adapter", sorted(FRAMEWORKS))
-def test_every_adapters_demo_runs_in_the_page(
-    adapter: str, browser: Any, artifacts: Path, tmp_path: Path
-) -> None:
+def test_every_adapters_demo_runs_in_the_page(adapter: str, open_ui: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     require_browser()
@@ -54,18 +44,17 @@ def test_every_adapters_demo_runs_in_the_page(
     with flowdbg.Debugger(record=False) as dbg:
         demo = dbg.adapters[adapter].adapter.demo()
     assert demo is not None
-    served = start_ui(tmp_path, demo.target, "--input", json.dumps(demo.input))
-    try:
-        context, page, errors = open_page(browser, served)
-        shot = Shots(page, artifacts)
+    with serving(tmp_path, demo.target, "--input", json.dumps(demo.input)) as served:
+        ui = open_ui(served)
+        page, shot = ui.page, ui.shot
         graph = httpx.get(f"{served.base}/target", params={"token": served.token}).json()["graph"]
         for unit in graph["nodes"]:
-            expect(page.locator(f'#graph [data-node="{unit["name"]}"]')).to_be_visible()
+            expect(ui.node(unit["name"])).to_be_visible()
         entry = graph["entry"][0]
         # the run form holds the demo's input
         assert json.loads(page.locator("#run-input").input_value()) == demo.input
 
-        node = page.locator(f'#graph [data-node="{entry}"]')
+        node = ui.node(entry)
         node.click()
         expect(node).to_have_attribute("data-break-before", "true")
         page.get_by_role("button", name="Start run").click()
@@ -83,7 +72,5 @@ def test_every_adapters_demo_runs_in_the_page(
         expect(node).to_have_attribute("data-state", "done")
         expect(page.locator("#timeline .block").first).to_be_visible()
         shot("completed")
-        assert not errors, errors
-        context.close()
-    finally:
-        stop_ui(served)
+        assert not ui.errors, ui.errors
+        ui.close()  # before its server stops

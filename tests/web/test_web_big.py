@@ -3,43 +3,19 @@ shown cut and a page at a time, the page stays usable (an edit, a step), and the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from web_big_state import DOC_CHARS, ITEMS
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
-)
+from web_browser import Served, ui_fixture
+
+served = ui_fixture("tests/web/web_big_state.py:build_big", "-b", "load:after", "--input", "{}")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    with serving(
-        tmp_path_factory.mktemp("big"),
-        "tests/web/web_big_state.py:build_big",
-        "-b",
-        "load:after",
-        "--input",
-        "{}",
-    ) as server:
-        yield server
-
-
-def test_a_large_state_is_shown_lazily(browser: Any, served: Served, artifacts: Path) -> None:
+def test_a_large_state_is_shown_lazily(open_ui: Any, served: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, served)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(served)
+    page, shot, node = ui.page, ui.shot, ui.node
     expect(node("load")).to_have_attribute("data-break-after", "true")
 
     page.get_by_role("button", name="Start run").click()
@@ -80,5 +56,4 @@ def test_a_large_state_is_shown_lazily(browser: Any, served: Served, artifacts: 
     page.locator('#rec-state tr[data-key="items"]').click()
     expect(page.locator('#rec-tree li[data-path="[50]"] .val')).to_have_text("-1")
     shot("large-record")
-    assert not errors, errors
-    context.close()
+    assert not ui.errors, ui.errors

@@ -5,35 +5,18 @@ Each stage is saved as a screenshot."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
-)
+from web_browser import Served, ui_fixture
+
+served = ui_fixture()  # the demo graph
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    with serving(tmp_path_factory.mktemp("demo")) as server:
-        yield server
-
-
-def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artifacts: Path) -> None:
+def test_debug_the_demo_graph_in_the_browser(open_ui: Any, served: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, served)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(served)
+    page, shot, node = ui.page, ui.shot, ui.node
 
     # the demo graph, laid out; the run form holds the demo's input
     for name in ("classify", "refund", "answer", "sign"):
@@ -215,5 +198,4 @@ def test_debug_the_demo_graph_in_the_browser(browser: Any, served: Served, artif
     expect(rows).to_have_count(0)
 
     # the refused expression's answer (400) is the only failed request
-    assert [e for e in errors if "status of 400" not in e] == [], errors
-    context.close()
+    assert [e for e in ui.errors if "status of 400" not in e] == [], ui.errors

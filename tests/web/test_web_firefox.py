@@ -10,11 +10,7 @@ from pathlib import Path
 
 import pytest
 from firefox_bidi import Firefox, firefox_path
-from web_browser import (
-    Served,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    serving,
-)
+from web_browser import Served, serving
 
 pytest.importorskip("websockets")
 

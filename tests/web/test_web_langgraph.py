@@ -7,53 +7,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
-)
+from web_browser import Served, ui_fixture
 from web_targets import AGENT_INPUT
 
 TARGETS = "tests/web/web_targets.py"
 
-
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    with serving(
-        tmp_path_factory.mktemp("agent"),
-        f"{TARGETS}:build_agent",
-        "--input",
-        json.dumps(AGENT_INPUT),
-    ) as server:
-        yield server
+agent = ui_fixture(f"{TARGETS}:build_agent", "--input", json.dumps(AGENT_INPUT))
+parallel = ui_fixture(f"{TARGETS}:build_parallel")
 
 
-@pytest.fixture(scope="module")
-def parallel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    with serving(tmp_path_factory.mktemp("parallel"), f"{TARGETS}:build_parallel") as server:
-        yield server
-
-
-def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) -> None:
+def test_an_agent_with_tool_calls(open_ui: Any, agent: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, agent)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(agent)
+    page, shot, node = ui.page, ui.shot, ui.node
     expect(node("agent")).to_be_visible()
     expect(node("tools")).to_be_visible()
     # the conditional edge is labelled with its router
@@ -115,16 +88,14 @@ def test_an_agent_with_tool_calls(browser: Any, agent: Served, artifacts: Path) 
     expect(tool_message.locator('li[data-path="[2].content"]')).to_contain_text("flights to Porto")
     shot("agent-record")
     # the refused edit's answer (409) is the only failed request
-    assert [e for e in errors if "status of 409" not in e] == [], errors
-    context.close()
+    assert [e for e in ui.errors if "status of 409" not in e] == [], ui.errors
 
 
-def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifacts: Path) -> None:
+def test_parallel_branches_and_a_subgraph(open_ui: Any, parallel: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, parallel)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(parallel)
+    page, shot, node = ui.page, ui.shot, ui.node
 
     # the subgraph is a box holding its nodes; collapsed, it is one node; expanded again
     expect(node("sub/c1")).to_be_visible()
@@ -224,5 +195,4 @@ def test_parallel_branches_and_a_subgraph(browser: Any, parallel: Served, artifa
     page.locator("body").press("c")
     expect(stops).to_have_count(0)
     expect(page.locator("#run-summary")).to_contain_text("completed")
-    assert not errors, errors
-    context.close()
+    assert not ui.errors, ui.errors

@@ -4,35 +4,18 @@ and a rerun started from the page."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-from web_browser import (
-    Served,
-    Shots,
-    artifacts_fixture,  # noqa: F401  (the fixture artifacts)
-    browser_fixture,  # noqa: F401  (the fixture browser)
-    open_page,
-    require_browser,
-    serving,
-)
+from web_browser import Served, ui_fixture
+
+served = ui_fixture()  # the demo graph
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    require_browser()
-    with serving(tmp_path_factory.mktemp("travel")) as server:
-        yield server
-
-
-def test_rewind_fork_and_rerun_from_the_page(browser: Any, served: Served, artifacts: Path) -> None:
+def test_rewind_fork_and_rerun_from_the_page(open_ui: Any, served: Served) -> None:
     from playwright.sync_api import expect
 
-    context, page, errors = open_page(browser, served)
-    shot = Shots(page, artifacts)
-    node = lambda name: page.locator(f'#graph [data-node="{name}"]')  # noqa: E731
+    ui = open_ui(served)
+    page, shot, node = ui.page, ui.shot, ui.node
     stops = page.locator("#stop-list li")
 
     node("sign").click()  # break before sign
@@ -104,5 +87,4 @@ def test_rewind_fork_and_rerun_from_the_page(browser: Any, served: Served, artif
     expect(page.locator("#rec-divergence")).to_contain_text("departs at its step")
     shot("fork-and-rerun")
     # the refused rewind is the only request that failed (the browser logs its 400)
-    assert [e for e in errors if "status of 400" not in e] == [], errors
-    context.close()
+    assert [e for e in ui.errors if "status of 400" not in e] == [], ui.errors

@@ -1,7 +1,9 @@
-"""Fixtures and helpers of the browser tests: a real ``flowdbg ui`` on a free loopback port,
-Debian's Chromium driven by Playwright, and a folder for the screenshots of each stage. (Not a
-conftest.py: other test folders import their conftest by name, which a second one would shadow;
-the test modules import these fixtures.)
+"""Helpers of the browser tests: a real ``flowdbg ui`` on a free loopback port (and
+:func:`ui_fixture`, a module's fixture serving one), Debian's Chromium driven by Playwright, and
+numbered screenshots of each stage. The fixtures every module shares (``browser``,
+``artifacts``, ``open_ui``) are in this folder's conftest.py; names a test module imports are
+here (a name imported from ``conftest`` would be looked up in whichever conftest.py pytest
+imported first).
 
 Without Chromium or Playwright these tests skip, saying which is missing; with
 ``FLOWDBG_REQUIRE_BROWSER=1`` (the tox env ``web`` sets it) they fail instead, so that CI
@@ -12,6 +14,7 @@ test's temporary folder).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 import shutil
@@ -55,21 +58,6 @@ def require_browser() -> None:
     if os.environ.get("FLOWDBG_REQUIRE_BROWSER") == "1":
         pytest.fail(f"the browser tests must run here (FLOWDBG_REQUIRE_BROWSER=1), but {why}")
     pytest.skip(f"browser tests need a browser: {why}")
-
-
-@pytest.fixture(name="browser", scope="module")
-def browser_fixture() -> Iterator[Any]:
-    """Debian's Chromium, headless, for the module's tests."""
-    require_browser()
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=T * 1000)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=shutil.which("chromium"))
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @dataclass
@@ -122,6 +110,24 @@ def serving(tmp: Path, *args: str) -> Iterator[Served]:
         stop_ui(server)
 
 
+def ui_fixture(*args: str, needs: str | None = None) -> Any:
+    """A module-scoped fixture serving ``flowdbg ui ARGS`` (see :func:`serving`) for the
+    module's tests, named as the module attribute it is assigned to: ``demo = ui_fixture()``.
+
+    :param needs: a framework's import name: the tests skip, naming it, where it is missing.
+    """
+
+    @pytest.fixture(scope="module")
+    def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+        require_browser()
+        if needs is not None and importlib.util.find_spec(needs) is None:
+            pytest.skip(f"{needs} is not installed here (its flowdbg extra)")
+        with serving(tmp_path_factory.mktemp("ui"), *args) as server:
+            yield server
+
+    return served
+
+
 def stop_ui(served: Served) -> None:
     served.proc.send_signal(signal.SIGINT)
     try:
@@ -130,17 +136,6 @@ def stop_ui(served: Served) -> None:
         served.proc.kill()
         _, err = served.proc.communicate()
     assert served.proc.returncode == 0, err
-
-
-@pytest.fixture(name="artifacts")
-def artifacts_fixture(tmp_path: Path, request: pytest.FixtureRequest) -> Path:
-    """Where this test's screenshots go: ``$FLOWDBG_WEB_ARTIFACTS/MODULE/TEST``."""
-    base = os.environ.get("FLOWDBG_WEB_ARTIFACTS")
-    if not base:
-        return tmp_path
-    folder = Path(base) / request.node.module.__name__ / request.node.name
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 class Shots:

@@ -41,14 +41,35 @@ const get = (path) => api("GET", path);
 const post = (path, body) => api("POST", path, body === undefined ? {} : body);
 const del = (path) => api("DELETE", path);
 
+// A message in the bottom corner, where it hides no control; it goes after a few seconds or
+// at its × (not while the pointer rests on it, to be read).
 function showAlert(message) {
   const box = $("alert");
-  box.textContent = message;
+  $("alert-text").textContent = message;
   box.hidden = false;
+  armAlert();
+}
+
+function armAlert() {
   clearTimeout(showAlert.timer);
   showAlert.timer = setTimeout(() => {
-    box.hidden = true;
-  }, 8000);
+    $("alert").hidden = true;
+  }, 6000);
+}
+
+$("alert-close").addEventListener("click", () => {
+  clearTimeout(showAlert.timer);
+  $("alert").hidden = true;
+});
+$("alert").addEventListener("mouseenter", () => clearTimeout(showAlert.timer));
+$("alert").addEventListener("mouseleave", armAlert);
+
+/** A server's breakpoint warning as this page's user can act on it: the request fields it
+ * advises ("kind", "strict") are not in the page's form; what the form has is. */
+function forPage(warning) {
+  return warning
+    .replace('give "kind": ["tool"] or ["llm"] for a call a node makes', 'pick "tool call" under Where for a tool a node calls')
+    .replace(/; set it with "strict": true to have it refused instead\)$/, "; remove it here if the name is wrong)");
 }
 
 async function attempt(fn) {
@@ -118,9 +139,32 @@ const ui = {
   active: new Set(), // top-level runs started and not ended
   statusRead: false,
   reconnecting: false,
+  capabilities: new Map(), // adapter name -> Set of its capabilities (GET /adapters)
 };
 
-const graph = new GraphView($("graph"), dagre, { onToggle: toggleBreakpoint });
+// ----------------------------------------------------------------------- capabilities
+
+async function loadCapabilities() {
+  const data = await get("/adapters");
+  for (const a of data.adapters || []) ui.capabilities.set(a.name, new Set(a.capabilities || []));
+  if (ui.target && Array.isArray(ui.target.capabilities)) ui.capabilities.set(ui.target.adapter, new Set(ui.target.capabilities));
+}
+
+/** Whether adapter ``name`` declares ``capability`` (unknown adapters are let try: the server
+ * refuses with its reason). */
+function can(name, capability) {
+  const caps = ui.capabilities.get(name);
+  return !caps || caps.has(capability);
+}
+
+/** Enable ``button``, or disable it with ``why`` as its tooltip (and in ``note`` when given). */
+function offer(button, ok, why, note = null) {
+  button.disabled = !ok;
+  button.title = ok ? button.dataset.title || "" : why;
+  if (note) note.textContent = ok ? note.dataset.text || note.textContent : why;
+}
+
+const graph = new GraphView($("graph"), dagre, { onToggle: toggleBreakpoint, onToggleTool: toggleToolBreakpoint });
 
 // ---------------------------------------------------------------------------- the graph
 
@@ -134,6 +178,7 @@ async function loadTarget() {
   }
   ui.target = info.target;
   $("target").textContent = `${info.target.target} (${info.target.adapter})`;
+  $("target").title = $("target").textContent;
   document.title = `flowdbg: ${info.target.target}`;
   if (info.target.example_input !== null && info.target.example_input !== undefined) {
     $("run-input").value = JSON.stringify(info.target.example_input);
@@ -164,7 +209,21 @@ async function toggleBreakpoint(id, type) {
       for (const bp of existing) await del(`/breakpoints/${encodeURIComponent(bp.id)}`);
     } else {
       const made = await post("/breakpoints", { type, pattern: name });
-      for (const warning of made.warnings || []) showAlert(warning);
+      for (const warning of made.warnings || []) showAlert(forPage(warning));
+    }
+  });
+  await refreshBreakpoints();
+}
+
+/** Set a breakpoint on the calls of tool ``name``, or remove the ones there are. */
+async function toggleToolBreakpoint(name) {
+  const existing = ui.breakpoints.filter((bp) => bp.type === "tool" && bp.pattern === name && !bp.args_pattern && !bp.condition);
+  await attempt(async () => {
+    if (existing.length) {
+      for (const bp of existing) await del(`/breakpoints/${encodeURIComponent(bp.id)}`);
+    } else {
+      const made = await post("/breakpoints", { type: "tool", pattern: name });
+      for (const warning of made.warnings || []) showAlert(forPage(warning));
     }
   });
   await refreshBreakpoints();
@@ -220,7 +279,7 @@ $("bp-form").addEventListener("submit", async (ev) => {
     $("bp-condition").value = "";
     $("bp-message").value = "";
     $("bp-node").value = "";
-    for (const warning of made.warnings || []) showAlert(warning);
+    for (const warning of made.warnings || []) showAlert(forPage(warning));
   }
   await refreshBreakpoints();
 });
@@ -408,6 +467,11 @@ async function renderStopDetail() {
     $("rewind-form").dataset.stop = stop.id;
     $("rewind-step").value = String(Math.max((stop.location.step || 1) - 1, 0));
   }
+  const framework = stop.location.framework;
+  const rewinds = can(framework, "rewind");
+  const instead = can(framework, "fork") ? "fork the run from the Record tab once it has ended" : "set a breakpoint where you want to look and run it again";
+  offer($("rewind-go"), rewinds, `the ${framework} adapter cannot rewind a run: ${instead}`, $("rewind-note"));
+  $("rewind-step").disabled = !rewinds;
   const views = stop.views && stop.views.length ? stop.views : [stop.default_view];
   if (!ui.view || !views.includes(ui.view)) ui.view = stop.default_view;
   const tabs = $("view-tabs");
@@ -522,13 +586,33 @@ $("run-form").addEventListener("submit", async (ev) => {
     showAlert(`the input is not JSON: ${err.message}`);
     return;
   }
-  const started = await attempt(() => post("/runs", { input }));
+  const field = $("run-config");
+  const text = field.value.trim();
+  let config = null;
+  try {
+    config = text ? JSON.parse(text) : null;
+  } catch (err) {
+    config = undefined;
+    field.classList.add("invalid");
+    showAlert(`the config is not JSON (${err.message}): give an object such as {"context": {"user": "ada"}}, or leave it empty`);
+  }
+  if (config === undefined) return;
+  if (config !== null && (typeof config !== "object" || Array.isArray(config))) {
+    field.classList.add("invalid");
+    showAlert(`the config must be a JSON object such as {"context": {"user": "ada"}}, not ${text}`);
+    return;
+  }
+  field.classList.remove("invalid");
+  const body = config === null ? { input } : { input, config };
+  const started = await attempt(() => post("/runs", body));
   if (started) logLine(`started run ${short(started.run_id)}`, "log-run");
 });
 
 // -------------------------------------------------------------------------- the run
 
-const timeline = { lanes: new Map(), blocks: [], t0: null, t1: null };
+// heldSlots: "run|step" -> the lane (of its run) a unit held at a stop is drawn in; the unit's
+// block goes there when it ends, so a lane opened for units held side by side keeps them
+const timeline = { lanes: new Map(), blocks: [], t0: null, t1: null, heldSlots: new Map() };
 
 // A lane per run (nested runs under their parent's), and more lanes for a run's parallel
 // branches: units of one superstep are parallel, so the second unit of a superstep takes a
@@ -540,13 +624,17 @@ const CALLS = new Set(["tool", "llm", "handoff"]);
 
 function placeBlock(runId, start, end, superstep, kind, slotWanted = null) {
   const run = ui.runs.get(runId) || { name: short(runId), depth: 0 };
-  let wanted = slotWanted;
-  if (wanted !== null) kind = "llm"; // a marker: it takes no time of the lane
-  else if (CALLS.has(kind)) wanted = 0;
+  let wanted = null;
+  if (CALLS.has(kind) && slotWanted === null) wanted = 0;
   else if (superstep !== null && superstep !== undefined) {
+    // the framework's supersteps say which units ran side by side
     const key = `${runId}|${superstep}`;
     wanted = slots.get(key) || 0;
     slots.set(key, wanted + 1);
+  } else {
+    // a stop's marker, or a unit held beside another (see drawTimeline); null: the first lane
+    // free when it starts
+    wanted = slotWanted;
   }
   let slot = 0;
   for (;;) {
@@ -582,9 +670,19 @@ const drawTimeline = coalesce(() => {
   for (const stop of ui.stops) {
     const runId = stop.location.run_id;
     if (!ui.runs.has(runId)) continue; // a run started before the page was opened
-    const slot = perRun.get(runId) || 0;
-    perRun.set(runId, slot + 1);
-    const lane = placeBlock(runId, stop.created_at, stop.created_at, null, null, slot);
+    const taken = perRun.get(runId) || new Set();
+    perRun.set(runId, taken);
+    // a unit keeps the lane it was first held in (its before and after stops, its block)
+    const unit = `${runId}|${stop.location.step}`;
+    let slot = timeline.heldSlots.get(unit);
+    if (slot === undefined || taken.has(slot)) {
+      slot = 0;
+      while (taken.has(slot)) slot += 1;
+      timeline.heldSlots.set(unit, slot);
+    }
+    taken.add(slot);
+    // a marker of the stop: it takes no time of the lane ("llm": drawn over, like a call)
+    const lane = placeBlock(runId, stop.created_at, stop.created_at, null, "llm", slot);
     held.push({ lane, node: stop.location.node, start: stop.created_at });
     t0 = t0 === null ? stop.created_at : Math.min(t0, stop.created_at);
   }
@@ -652,6 +750,7 @@ function logLine(text, kind = "") {
 
 function clearTimeline() {
   slots.clear();
+  timeline.heldSlots.clear();
   timeline.lanes.clear();
   timeline.blocks = [];
   timeline.t0 = timeline.t1 = null;
@@ -730,14 +829,15 @@ function onEvent(message) {
     }
     case "step": {
       const id = nodeId(data.path, data.node);
-      if (data.kind !== "tool" && data.kind !== "llm" && graph.has(id)) {
+      if (data.kind !== "llm" && graph.has(id) && (data.kind !== "tool" || graph.tools.has(id))) {
         graph.setState(id, data.status === "failed" ? "failed" : data.status === "running" ? "running" : "done");
         graph.addHit(id);
         if (data.status !== "running") ui.endedNodes.set(id, message.seq ?? 0);
       }
       const end = data.ended_at || message.time;
       const start = data.started_at || end;
-      const lane = placeBlock(data.run_id, start, end, data.superstep, data.kind);
+      const held = CALLS.has(data.kind) ? undefined : timeline.heldSlots.get(`${data.run_id}|${data.step}`);
+      const lane = placeBlock(data.run_id, start, end, data.superstep, data.kind, held ?? null);
       timeline.blocks.push({ lane, node: data.node, kind: data.kind, status: data.status, step: data.step, start, end });
       if (timeline.blocks.length > 2000) timeline.blocks.shift();
       timeline.t0 = timeline.t0 === null ? start : Math.min(timeline.t0, start);
@@ -870,7 +970,24 @@ async function loadRuns() {
     if (keep && recordRuns.some((r) => r.run_id === keep)) select.value = keep;
     else if (recordRuns[fallback]) select.value = recordRuns[fallback].run_id;
   }
+  pairRuns("rec-a");
 }
+
+// The diff compares two runs: the two selectors never hold the same one while there are two
+// (the one not just chosen moves to another run), and with one run there is nothing to diff.
+function pairRuns(changed) {
+  const mine = $(changed);
+  const other = $(changed === "rec-a" ? "rec-b" : "rec-a");
+  if (mine.value && mine.value === other.value) {
+    const next = recordRuns.find((r) => r.run_id !== mine.value);
+    if (next) other.value = next.run_id;
+  }
+  const two = recordRuns.length > 1;
+  offer($("rec-diff-go"), two && $("rec-a").value !== $("rec-b").value, "record another run to compare it with: a run is never diffed with itself");
+}
+
+$("rec-a").addEventListener("change", () => pairRuns("rec-a"));
+$("rec-b").addEventListener("change", () => pairRuns("rec-b"));
 
 function showRecordNote(text) {
   const box = $("rec-diff");
@@ -917,6 +1034,13 @@ async function openRun(runId) {
   slider.value = String(Math.max(steps.length, 1));
   slider.disabled = !steps.length;
   $("rec-travel-note").textContent = "";
+  const known = recordRuns.find((r) => r.run_id === runId);
+  const framework = known ? known.framework : (await get(`/records/runs/${encodeURIComponent(runId)}`)).framework;
+  if (framework) {
+    const instead = can(framework, "cached_calls") ? "rerun it instead" : "start a run with its input from the toolbar";
+    offer($("rec-fork"), can(framework, "fork"), `the ${framework} adapter cannot fork a run: ${instead}`);
+    offer($("rec-rerun"), can(framework, "cached_calls"), `the ${framework} adapter cannot serve recorded model and tool calls in a rerun: start a run with its input instead`);
+  }
   $("rec-divergence").hidden = true;
   await showStep();
   await showMade(runId);
@@ -1060,7 +1184,7 @@ $("rec-diff-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const a = $("rec-a").value;
   const b = $("rec-b").value;
-  if (!a || !b) return;
+  if (!a || !b || a === b) return;
   const diff = await attempt(() => get(`/records/diff?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`));
   if (!diff) return;
   const box = $("rec-diff");
@@ -1128,6 +1252,7 @@ async function main() {
   }
   connect();
   await attempt(loadTarget);
+  await attempt(loadCapabilities);
   await attempt(refreshBreakpoints);
   refreshStatus();
   syncStops();

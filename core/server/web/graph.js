@@ -2,7 +2,9 @@
 //
 // Node ids are the unit's path and name joined by "/" ("sub/inner" for a node of the
 // subgraph "sub"), as events and stops give them (location.path + node). A node that runs a
-// subgraph is drawn as a box holding the nested graph; collapsed, it is one node again.
+// subgraph is drawn as a box holding the nested graph; collapsed, it is one node again. The
+// tools a node lists (an agent's) hang from it as tool nodes ("refunds/refund": a tool call's
+// path is its agent); clicking one sets a tool breakpoint.
 
 const SVG = "http://www.w3.org/2000/svg";
 const START = "__start__";
@@ -37,10 +39,11 @@ export function globRegExp(glob) {
 }
 
 export class GraphView {
-  constructor(svg, dagre, { onToggle }) {
+  constructor(svg, dagre, { onToggle, onToggleTool }) {
     this.svg = svg;
     this.dagre = dagre;
     this.onToggle = onToggle;
+    this.onToggleTool = onToggleTool;
     this.description = null;
     this.collapsed = new Set();
     this.states = new Map(); // id -> running | held | done | failed
@@ -49,6 +52,7 @@ export class GraphView {
     this.nodes = new Map(); // id -> <g>
     this.clusters = new Map(); // id of a node running a subgraph, drawn as a box -> <g>
     this.names = []; // every unit id that can take a breakpoint
+    this.tools = new Set(); // ids of the tool nodes among this.nodes
   }
 
   setDescription(description) {
@@ -101,9 +105,11 @@ export class GraphView {
   setBreakpoints(breakpoints) {
     this.marks.clear();
     for (const bp of breakpoints) {
-      if (!bp.enabled || bp.type !== "node") continue;
+      if (!bp.enabled || (bp.type !== "node" && bp.type !== "tool")) continue;
       const re = globRegExp(bp.pattern);
       for (const id of this.nodes.keys()) {
+        // a node breakpoint marks nodes, a tool breakpoint the tool nodes
+        if (this.tools.has(id) !== (bp.type === "tool")) continue;
         const name = id.split("/").pop();
         if (!re.test(name)) continue;
         const mark = this.marks.get(id) || { before: false, after: false, conditional: false };
@@ -142,10 +148,11 @@ export class GraphView {
     g.dataset.breakBefore = String(mark.before);
     g.dataset.breakAfter = String(mark.after);
     const where = [mark.before && "before", mark.after && "after"].filter(Boolean).join(" and ");
-    const label = `${id}: ${state}${hits ? `, ran ${hits} times` : ""}${where ? `, breakpoint ${where}` : ""}`;
+    const tool = this.tools.has(id);
+    const label = `${tool ? "tool " : ""}${id}: ${state}${hits ? `, ran ${hits} times` : ""}${where ? `, breakpoint ${tool ? "on its calls" : where}` : ""}`;
     g.setAttribute("aria-label", label);
     const title = g.querySelector("title");
-    if (title) title.textContent = `${label}\nclick: break before · shift+click: break after`;
+    if (title) title.textContent = `${label}\n${tool ? "click: break on its calls" : "click: break before · shift+click: break after"}`;
   }
 
   // ------------------------------------------------------------------- building the layout
@@ -190,6 +197,15 @@ export class GraphView {
       } else {
         ensure(name, sub ? "collapsed" : "node");
       }
+      for (const tool of (node && typeof node === "object" && Array.isArray(node.tools) ? node.tools : [])) {
+        const toolName = tool && typeof tool === "object" ? String(tool.name) : String(tool);
+        const tid = `${id}/${toolName}`;
+        if (graph.hasNode(tid)) continue;
+        graph.setNode(tid, { label: toolName, kind: "tool", tool: toolName, width: textWidth(`⚙ ${toolName}`), height: 32 });
+        if (parent) graph.setParent(tid, parent);
+        this.names.push(tid);
+        graph.setEdge(id, tid, { style: "tool", label: "", width: 0, height: 0, labelpos: "c" }, `${id}->${tid}`);
+      }
     }
     if (entry.length && !hasStart) for (const name of entry) this.edge(graph, ensure(START), ensure(name), "solid", "", entries);
     for (const e of edges) this.edge(graph, ensure(String(e.source)), ensure(String(e.target)), "solid", "", entries);
@@ -224,6 +240,7 @@ export class GraphView {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
     this.nodes.clear();
     this.clusters.clear();
+    this.tools.clear();
     this.names = [];
     const description = this.description;
     if (!description || !Array.isArray(description.nodes) || !description.nodes.length) {
@@ -245,13 +262,22 @@ export class GraphView {
     const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, defs);
     el("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }, marker);
 
-    const layers = { clusters: el("g", { class: "clusters" }, svg), edges: el("g", { class: "edges" }, svg), nodes: el("g", { class: "nodes" }, svg) };
+    // a box's fill under the edges, its outline and title over them: an edge entering the box
+    // passes under its title
+    const layers = {
+      backs: el("g", { class: "cluster-backs" }, svg),
+      edges: el("g", { class: "edges" }, svg),
+      clusters: el("g", { class: "clusters" }, svg),
+      nodes: el("g", { class: "nodes" }, svg),
+    };
     for (const id of graph.nodes()) {
       const n = graph.node(id);
       if (n.kind !== "cluster") continue;
+      const box = { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height, rx: 8 };
+      el("rect", { ...box, class: "cluster-back" }, layers.backs);
       const g = el("g", { class: "cluster", "data-cluster": id }, layers.clusters);
       this.clusters.set(id, g);
-      el("rect", { x: n.x - n.width / 2, y: n.y - n.height / 2, width: n.width, height: n.height, rx: 8 }, g);
+      el("rect", { ...box, class: "outline" }, g);
       this.clusterHead(g, id, n);
     }
     for (const e of graph.edges()) {
@@ -260,7 +286,10 @@ export class GraphView {
       if (!points.length) continue;
       let d = `M${points[0].x},${points[0].y}`;
       for (let i = 1; i < points.length; i++) d += ` L${points[i].x},${points[i].y}`;
-      el("path", { d, class: `edge ${data.style}`, "marker-end": "url(#arrow)" }, layers.edges);
+      // a tool hangs from its agent: the agent calls it and gets its result, no arrow
+      const attrs = { d, class: `edge ${data.style}`, "data-edge": `${e.v}->${e.w}` };
+      if (data.style !== "tool") attrs["marker-end"] = "url(#arrow)";
+      el("path", attrs, layers.edges);
       if (data.label) {
         const t = el("text", { x: data.x, y: data.y + 4, class: "edge-label", "text-anchor": "middle" }, layers.edges);
         t.textContent = data.label;
@@ -318,20 +347,35 @@ export class GraphView {
     const terminal = n.kind === "terminal" || n.kind === "any";
     const g = el("g", { "data-node": id, transform: `translate(${n.x - n.width / 2},${n.y - n.height / 2})` }, layer);
     el("title", {}, g);
-    el("rect", { width: n.width, height: n.height, rx: terminal ? 18 : 6, class: "body" }, g);
+    el("rect", { width: n.width, height: n.height, rx: terminal ? 18 : n.kind === "tool" ? 14 : 6, class: "body" }, g);
     const t = el("text", { x: n.width / 2, y: n.height / 2 + 4, "text-anchor": "middle", class: "label" }, g);
-    t.textContent = n.kind === "collapsed" ? `▸ ${n.label}` : n.label;
+    t.textContent = n.kind === "collapsed" ? `▸ ${n.label}` : n.kind === "tool" ? `⚙ ${n.label}` : n.label;
     if (terminal) {
       g.setAttribute("class", "node terminal");
       return;
     }
     el("circle", { cx: 0, cy: n.height / 2, r: 5, class: "bp-before" }, g);
-    el("circle", { cx: n.width, cy: n.height / 2, r: 5, class: "bp-after" }, g);
-    const hits = el("text", { x: n.width - 4, y: -4, "text-anchor": "end", class: "hits" }, g);
+    if (n.kind !== "tool") el("circle", { cx: n.width, cy: n.height / 2, r: 5, class: "bp-after" }, g);
+    // the count of runs sits inside the node's corner: above it, it would run into a box's
+    // title or a neighbour
+    const hits = el("text", { x: n.width - 5, y: 10, "text-anchor": "end", class: "hits" }, g);
     hits.textContent = "";
     g.setAttribute("tabindex", "0");
     g.setAttribute("role", "button");
     this.nodes.set(id, g);
+    if (n.kind === "tool") {
+      this.tools.add(id);
+      g.dataset.tool = n.tool;
+      const toggle = () => this.onToggleTool(n.tool);
+      g.addEventListener("click", toggle);
+      g.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") {
+          ev.preventDefault();
+          toggle();
+        }
+      });
+      return;
+    }
     g.addEventListener("click", (ev) => {
       if (n.kind === "collapsed" && ev.altKey) {
         this.collapsed.delete(id);

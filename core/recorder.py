@@ -454,12 +454,15 @@ class Recorder:
         # A run's records are made now, from its current state (but for its input and output,
         # taken at its start and end): a run that started and ended within the batch is
         # written once, as ended (its row then counts the batch's steps).
+        # An ended run whose start an earlier batch wrote carries no input (None: the store
+        # keeps the one written then): the run's input is by now what its steps made of it (a
+        # memory it was given and filled), not what it started from.
         inputs = {id(info): taken for info, taken in started}
         runs = self._records(
             (info, taken, _LIVE) for info, taken in started if id(info) not in ending
         )
         ended = self._records(
-            (info, inputs.get(id(info), _LIVE), output) for info, output in ending.values()
+            (info, inputs.get(id(info)), output) for info, output in ending.values()
         )
         try:
             self.store.write_fields(runs=runs, steps=steps, ended=ended)

@@ -242,6 +242,27 @@ def test_a_run_input_and_output_are_recorded_as_they_were_at_its_start_and_end(
     recorder.close()
 
 
+def test_a_run_input_stays_as_it_was_at_its_start_when_its_end_is_written_later(
+    tmp_path: Path,
+) -> None:
+    # The writer wrote the run's start in one batch (a lull while it ran) and its end in a
+    # later one: the end's record must not write the input again as it is by then.
+    store = SQLiteStore(tmp_path / "r.db")
+    recorder = Recorder(store, quiet=60.0, max_delay=60.0)  # writes at each flush only
+    dbg = flowdbg.Debugger(record=False, plugins=[recorder])
+    memory: dict[str, Any] = {"messages": ["hi"]}
+    scope = dbg.begin_run(framework="test", name="t", input={"memory": memory})
+    assert recorder.flush(T)  # the start, written
+    assert store.get_run(scope.run_id).input == {"memory": {"messages": ["hi"]}}
+    memory["messages"].append("hello")  # the run changes the memory it was given
+    scope.end(output="done")
+    assert recorder.flush(T)  # the end, written in a batch of its own
+    run = store.get_run(scope.run_id)
+    assert run.status == "completed" and run.output == "done"
+    assert run.input == {"memory": {"messages": ["hi"]}}
+    recorder.close()
+
+
 def test_a_store_taking_records_gets_plain_values_where_a_unit_was_taken_as_it_ended(
     tmp_path: Path,
 ) -> None:

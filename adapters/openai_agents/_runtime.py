@@ -620,8 +620,9 @@ def _agent_edit(agent: Any) -> Callable[[Unit, str, Any], None]:
         if what == "input":
             raise EditRefused(
                 f"agent {unit.node!r} receives the conversation the SDK built, which a hook "
-                "cannot replace; edit the model input at its llm stop instead "
-                "(dbg.break_before('*', kind='llm'))"
+                "cannot replace; edit the model input at its llm stop instead (a breakpoint "
+                "before the model calls: b llm:* at the prompt, break_before('*', kind='llm') "
+                "in Python)"
             )
         final_output_of(agent, payload)
 

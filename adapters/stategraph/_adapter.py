@@ -442,5 +442,6 @@ class _Reporter:
         if which == "output" and isinstance(requested, dict) and payload["to"] != requested["to"]:
             raise EditRefused(
                 f"handoff {unit.node!r} has resolved its target {requested['to']!r} at its after "
-                "stop; change 'to' at its before stop (dbg.break_on_handoff) instead"
+                "stop; change 'to' at its before stop instead (a handoff breakpoint: b "
+                "handoff:NAME at the prompt, break_on_handoff in Python)"
             )

@@ -86,7 +86,8 @@ class LlamaIndexAdapter(Adapter):
             Capability.PAUSE,
             Capability.DESCRIBE,
             # an agent's tool call (its call_tool step, given a ToolCall event) is a tool unit
-            # inside that step: arguments editable before, the result after
+            # inside that step, and so is a call a step makes itself (await tool.acall on a
+            # tool the workflow holds: _tools.py): arguments editable before, the result after
             Capability.TOOL_CALLS,
             Capability.TOOL_ARG_EDITING,
             # a model call an agent's step makes on the model it holds is an llm unit inside

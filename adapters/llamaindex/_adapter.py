@@ -93,6 +93,9 @@ class LlamaIndexAdapter(Adapter):
             # a model call an agent's step makes on the model it holds is an llm unit inside
             # that step: messages editable before the call, the reply after it (_llm.py)
             Capability.LLM_CALLS,
+            # a rerun serves the model calls and the tool calls a step makes itself from the
+            # record (an agent's call_tool step runs live: its result is an event it makes)
+            Capability.CACHED_CALLS,
         }
     )
 

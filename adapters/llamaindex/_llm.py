@@ -420,17 +420,24 @@ async def _call(
     unit, arguments = _open(parent, llm, name, args, kwargs)
     state = parent.state_before
     args, kwargs = await _before(run, unit, arguments, state)
-    token = _CALLING.set(True)
-    try:
-        response = await method(*args, **kwargs)
-    except BaseException as exc:
-        raised = await _failed(run, unit, exc, state)
-        if raised is exc:
-            raise
-        raise raised from exc
-    finally:
-        _CALLING.reset(token)
     completion = arguments.completion
+    # a rerun with recorded calls: the recorded reply to the same messages, without the model
+    served, recorded = unit.recorded(unit.record_value("input"))
+    if served:
+        response = _served_response(recorded, completion)
+        if streamed:
+            return _streamed(run, unit, _one_chunk(response), state, arguments)
+    else:
+        token = _CALLING.set(True)
+        try:
+            response = await method(*args, **kwargs)
+        except BaseException as exc:
+            raised = await _failed(run, unit, exc, state)
+            if raised is exc:
+                raise
+            raise raised from exc
+        finally:
+            _CALLING.reset(token)
     if streamed:
         return _streamed(run, unit, response, state, arguments)
     reply = _reply_of(response, completion)
@@ -438,6 +445,28 @@ async def _call(
     if edited is reply:
         return response
     return _with_reply(response, _edited_output(arguments, edited, reply, unit.node), completion)
+
+
+def _served_response(recorded: Any, completion: bool) -> Any:
+    """A model's response carrying a recorded reply (as the store gives it back: a message's
+    fields, or a completion's text)."""
+    from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
+
+    if completion:
+        return CompletionResponse(text="" if recorded is None else str(recorded))
+    if isinstance(recorded, Mapping):
+        message = _message(recorded, "assistant")
+    else:
+        message = _message("" if recorded is None else str(recorded), "assistant")
+    return ChatResponse(message=message)
+
+
+async def _one_chunk(response: Any) -> AsyncIterator[Any]:
+    """A served reply as a stream of one chunk holding the whole of it."""
+    text = getattr(response, "text", None)
+    if text is None:
+        text = str(getattr(response.message, "content", None) or "")
+    yield response.model_copy(update={"delta": text})
 
 
 async def _streamed(

@@ -201,25 +201,47 @@ async def _call(
         context = getattr(tool, "ctx_param_name", None)
         kept = {context: kwargs[context]} if isinstance(context, str) and context in kwargs else {}
         args, kwargs = (), {**edited, **kept}
-    token = _CALLING.set(True)
-    try:
-        output = await method(*args, **kwargs)
-    except BaseException as exc:
-        if not isinstance(exc, Exception):
-            raised = unit.discard(exc)  # terminate() cancelled the call: Terminated
-            if raised is None or raised is exc:
-                raise
-            raise raised from exc
-        await _held(run, unit.aerror(exc, state=state))
-        raise
-    finally:
-        _CALLING.reset(token)
+    # a rerun with recorded calls: the recorded result for the same arguments, without the tool
+    served, recorded = unit.recorded(edited)
+    if served:
+        output = _served_output(tool, name, recorded, args, kwargs)
+    else:
+        token = _CALLING.set(True)
+        try:
+            output = await method(*args, **kwargs)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                raised = unit.discard(exc)  # terminate() cancelled the call: Terminated
+                if raised is None or raised is exc:
+                    raise
+                raise raised from exc
+            await _held(run, unit.aerror(exc, state=state))
+            raise
+        finally:
+            _CALLING.reset(token)
     is_output = hasattr(output, "raw_output")  # a ToolOutput (a tool of one's own may differ)
     result = output.raw_output if is_output else output
     edited_result = await _held(run, unit.aafter(output=result, state=state))
     if edited_result is result:
         return output
     return with_result(output, edited_result) if is_output else edited_result
+
+
+def _served_output(
+    tool: Any, name: str, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """What the tool's ``acall`` would have returned for a recorded ``result``: a
+    ``ToolOutput`` (its text the result's), as ``FunctionTool`` makes one."""
+    from llama_index.core.tools.types import ToolOutput
+
+    context = getattr(tool, "ctx_param_name", None)
+    shown = {k: v for k, v in kwargs.items() if k != context}
+    return ToolOutput(
+        content=str(result),
+        tool_name=name,
+        raw_input={"args": args, "kwargs": shown},
+        raw_output=result,
+    )
 
 
 def _positional(unit: Unit, which: str, payload: Any) -> None:

@@ -317,3 +317,41 @@ def test_a_recorded_agent_run_keeps_each_step_as_it_ended(tmp_path: Any) -> None
     first_turn, second_turn = steps[2].output, steps[7].output
     assert [c["tool_name"] for c in first_turn["tool_calls"]] == ["search"]
     assert second_turn["tool_calls"] == []
+
+
+def test_a_rerun_serves_the_agents_streamed_model_replies_and_runs_its_tool_live(
+    tmp_path: Any,
+) -> None:
+    # FunctionAgent streams its model calls (astream_chat_with_tools): the rerun serves each
+    # recorded reply, tool calls included, as a stream of one chunk; the agent's call_tool
+    # step runs the tool again (its result is an event the agent makes)
+    model = Scripted(("search", {"query": "flights"}))
+    agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    try:
+        dbg.attach(agent)
+        first = run_agent(dbg, agent, "find flights")
+        assert str(first.result(WAIT)) == "done: results for flights"
+        assert len(model.seen) == 2
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        (recorded,) = store.list_runs()
+        rerun = dbg.rerun(recorded.run_id, "all", target=agent)
+        assert str(rerun.result(WAIT)) == "done: results for flights"
+        assert len(model.seen) == 2  # the model was not asked again
+        assert rerun.calls is not None
+        assert (rerun.calls.served, rerun.calls.live, rerun.calls.diverged) == (2, 1, [])
+        assert dbg.flush(WAIT) and rerun.run_id is not None
+        calls = [
+            (s.node, s.kind, s.cached)
+            for s in store.get_steps(rerun.run_id)
+            if s.kind in ("llm", "tool")
+        ]
+        assert [(kind, cached) for _, kind, cached in calls] == [
+            ("llm", True),
+            ("tool", False),
+            ("llm", True),
+        ]
+    finally:
+        dbg.close()

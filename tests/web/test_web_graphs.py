@@ -119,4 +119,22 @@ def test_an_agents_tools_are_nodes_that_take_a_tool_breakpoint(
     expect(tool).to_have_attribute("data-state", "done")
     expect(tool.locator(".hits")).to_have_text("×1")  # noqa: RUF001
     shot("tool-done")
+    # the record: this adapter can neither fork nor serve recorded calls; the buttons say so
+    page.get_by_role("tab", name="Record").click()
+    rows = page.locator("#rec-runs tbody tr")
+    expect(rows).to_have_count(1)
+    rows.first.click()
+    fork = page.get_by_role("button", name="Fork after this step")
+    rerun = page.get_by_role("button", name="Rerun with recorded calls")
+    expect(fork).to_be_disabled()
+    expect(fork).to_have_attribute(
+        "title",
+        "the openai_agents adapter cannot fork a run: start a run with its input from the toolbar",
+    )
+    expect(rerun).to_be_disabled()
+    expect(rerun).to_have_attribute(
+        "title",
+        "the openai_agents adapter cannot serve recorded model and tool calls in a rerun: start "
+        "a run with its input instead",
+    )
     assert not ui.errors, ui.errors

@@ -44,12 +44,13 @@ import contextvars
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from flowdbg.adapters.llamaindex._holding import Holding, is_core, like, objects_of
 from flowdbg.adapters.llamaindex._hooks import RUN, _held
 from flowdbg.errors import EditRefused
-from flowdbg.patching import Patch, patch, unpatch
 
 if TYPE_CHECKING:
     from flowdbg.adapters.llamaindex._hooks import _Run
+    from flowdbg.patching import Patch
     from flowdbg.runtime import Unit
 
 __all__ = ["hold_llms", "is_llm", "llms_of", "release_llms"]
@@ -67,9 +68,8 @@ _METHODS = {
 _WITH_TOOLS = ("achat_with_tools", "astream_chat_with_tools")
 _COMPLETION = ("acomplete", "astream_complete")
 
-#: id(model) -> how many attached workflows hold it (the workflows keep the objects alive, so
-#: their ids stay theirs while counted)
-_HELD: dict[int, int] = {}
+#: the models attached workflows hold
+_HELD = Holding()
 
 #: set while the model call of an llm unit runs in this task: inner chat calls are not units
 _CALLING: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -81,38 +81,14 @@ _CALLING: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def is_llm(obj: Any) -> bool:
-    """Whether ``obj`` is a LlamaIndex model (``llama_index.core``'s ``BaseLLM``), judged by
-    class names only (llama-index-core need not be installed)."""
-    return any(
-        cls.__name__ == "BaseLLM" and cls.__module__.startswith("llama_index.core")
-        for cls in type(obj).__mro__
-    )
+    """Whether ``obj`` is a LlamaIndex model (``llama_index.core``'s ``BaseLLM``)."""
+    return is_core(obj, "BaseLLM")
 
 
 def llms_of(workflow: Any) -> list[Any]:
     """The models ``workflow`` holds: its attributes that are models (an agent's ``llm``), and
     those of the agents it keeps in a mapping or a list (``AgentWorkflow.agents``)."""
-    found: dict[int, Any] = {}
-
-    def add(value: Any) -> None:
-        if is_llm(value):
-            found.setdefault(id(value), value)
-
-    for value in vars(workflow).values():
-        add(value)
-        items = (
-            value.values()
-            if isinstance(value, Mapping)
-            else value
-            if isinstance(value, (list, tuple))
-            else ()
-        )
-        for item in items:
-            add(item)
-            attributes = getattr(item, "__dict__", None)
-            if isinstance(attributes, dict):
-                add(attributes.get("llm"))
-    return list(found.values())
+    return objects_of(workflow, is_llm, "llm")
 
 
 # -- attaching ---------------------------------------------------------------------------------
@@ -121,26 +97,13 @@ def llms_of(workflow: Any) -> list[Any]:
 def hold_llms(llms: list[Any]) -> list[Patch]:
     """Count ``llms`` as held by one more attached workflow, with their classes' chat methods
     replaced (call under :data:`flowdbg.patching.LOCK`). Returns the patches to let go of."""
-    patches = []
-    for llm in llms:
-        _HELD[id(llm)] = _HELD.get(id(llm), 0) + 1
-        owner = type(llm)
-        for name, streams in _METHODS.items():
-            if hasattr(owner, name):
-                patches.append(patch(owner, name, _replacement(name, streams)))
-    return patches
+    methods = {name: _replacement(name, streams) for name, streams in _METHODS.items()}
+    return _HELD.hold(llms, methods)
 
 
 def release_llms(llms: list[Any], patches: list[Patch]) -> None:
     """Undo :func:`hold_llms` (under :data:`flowdbg.patching.LOCK`)."""
-    for held in patches:
-        unpatch(held)
-    for llm in llms:
-        count = _HELD.get(id(llm), 0) - 1
-        if count > 0:
-            _HELD[id(llm)] = count
-        else:
-            _HELD.pop(id(llm), None)
+    _HELD.release(llms, patches)
 
 
 def _replacement(name: str, streams: bool) -> Callable[[Any], Any]:
@@ -165,12 +128,7 @@ def _replacement(name: str, streams: bool) -> Callable[[Any], Any]:
                 return await _call(*caller, self, name, bound, args, kwargs)
 
             method = chat_method
-        function = getattr(original, "__func__", original)
-        method.__name__ = getattr(function, "__name__", name)
-        method.__qualname__ = getattr(function, "__qualname__", name)
-        method.__doc__ = getattr(function, "__doc__", None)
-        method.__wrapped__ = function  # type: ignore[attr-defined]
-        return method
+        return like(method, original, name)
 
     return make
 
@@ -181,7 +139,7 @@ def _replacement(name: str, streams: bool) -> Callable[[Any], Any]:
 def _caller(llm: Any) -> tuple[_Run, Unit] | None:
     """The workflow run, and the step (or tool) unit in it, making a call on ``llm``, when the
     call is to be a unit."""
-    if id(llm) not in _HELD or _CALLING.get():
+    if llm not in _HELD or _CALLING.get():
         return None
     run = RUN.get()
     if run is None or not run.runtime.active:

@@ -24,22 +24,22 @@ way to tell).
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flowdbg.adapters.llamaindex._holding import Holding, is_core, like, objects_of
 from flowdbg.adapters.llamaindex._hooks import RUN, _held, schema_checker, with_result
 from flowdbg.errors import EditRefused
-from flowdbg.patching import Patch, patch, unpatch
 
 if TYPE_CHECKING:
     from flowdbg.adapters.llamaindex._hooks import _Run
+    from flowdbg.patching import Patch
     from flowdbg.runtime import Unit
 
 __all__ = ["hold_tools", "release_tools", "tool_name", "tools_of"]
 
-#: id(tool) -> how many attached workflows hold it (the workflows keep the objects alive, so
-#: their ids stay theirs while counted)
-_HELD: dict[int, int] = {}
+#: the tools attached workflows hold
+_HELD = Holding()
 
 #: set while a tool unit's call runs in this task: a tool calling another is one unit
 _CALLING: contextvars.ContextVar[bool] = contextvars.ContextVar(
@@ -48,67 +48,26 @@ _CALLING: contextvars.ContextVar[bool] = contextvars.ContextVar(
 
 
 def is_tool(obj: Any) -> bool:
-    """Whether ``obj`` is a LlamaIndex tool (``llama_index.core``'s ``BaseTool``), judged by
-    class names only (llama-index-core need not be installed)."""
-    return any(
-        cls.__name__ == "BaseTool" and cls.__module__.startswith("llama_index.core")
-        for cls in type(obj).__mro__
-    )
+    """Whether ``obj`` is a LlamaIndex tool (``llama_index.core``'s ``BaseTool``)."""
+    return is_core(obj, "BaseTool")
 
 
 def tools_of(workflow: Any) -> list[Any]:
     """The tools ``workflow`` holds: its attributes that are tools, those in a list, tuple or
     mapping it keeps, and the ``tools`` of the agents it keeps that way
     (``AgentWorkflow.agents``)."""
-    found: dict[int, Any] = {}
-
-    def add(value: Any) -> None:
-        if is_tool(value):
-            found.setdefault(id(value), value)
-
-    def add_all(value: Any) -> list[Any]:
-        items = (
-            list(value.values())
-            if isinstance(value, Mapping)
-            else list(value)
-            if isinstance(value, (list, tuple))
-            else []
-        )
-        for item in items:
-            add(item)
-        return items
-
-    for value in vars(workflow).values():
-        add(value)
-        for item in add_all(value):
-            attributes = getattr(item, "__dict__", None)
-            if isinstance(attributes, dict):
-                add_all(attributes.get("tools"))
-    return list(found.values())
+    return objects_of(workflow, is_tool, "tools")
 
 
 def hold_tools(tools: list[Any]) -> list[Patch]:
     """Count ``tools`` as held by one more attached workflow, with their classes' ``acall``
     replaced (call under :data:`flowdbg.patching.LOCK`). Returns the patches to let go of."""
-    patches = []
-    for tool in tools:
-        _HELD[id(tool)] = _HELD.get(id(tool), 0) + 1
-        owner = type(tool)
-        if hasattr(owner, "acall"):
-            patches.append(patch(owner, "acall", _replacement))
-    return patches
+    return _HELD.hold(tools, {"acall": _replacement})
 
 
 def release_tools(tools: list[Any], patches: list[Patch]) -> None:
     """Undo :func:`hold_tools` (under :data:`flowdbg.patching.LOCK`)."""
-    for held in patches:
-        unpatch(held)
-    for tool in tools:
-        count = _HELD.get(id(tool), 0) - 1
-        if count > 0:
-            _HELD[id(tool)] = count
-        else:
-            _HELD.pop(id(tool), None)
+    _HELD.release(tools, patches)
 
 
 def _replacement(original: Any) -> Any:
@@ -119,19 +78,14 @@ def _replacement(original: Any) -> Any:
             return await bound(*args, **kwargs)
         return await _call(*caller, self, bound, args, kwargs)
 
-    function = getattr(original, "__func__", original)
-    acall.__name__ = getattr(function, "__name__", "acall")
-    acall.__qualname__ = getattr(function, "__qualname__", "acall")
-    acall.__doc__ = getattr(function, "__doc__", None)
-    acall.__wrapped__ = function  # type: ignore[attr-defined]
-    return acall
+    return like(acall, original, "acall")
 
 
 def _caller(tool: Any) -> tuple[_Run, Unit] | None:
     """The workflow run, and the step unit in it, making a call on ``tool``, when the call is
     to be a unit: not inside another tool call, nor inside an agent's ``call_tool`` step (whose
     unit is the tool's already)."""
-    if id(tool) not in _HELD or _CALLING.get():
+    if tool not in _HELD or _CALLING.get():
         return None
     run = RUN.get()
     if run is None or not run.runtime.active:

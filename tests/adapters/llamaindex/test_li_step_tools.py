@@ -141,32 +141,51 @@ def test_edits_the_tools_signature_refuses_are_refused_with_the_reason(
     assert calls == [("search", ("flowdbg", 3))]
 
 
-def test_positional_arguments_are_shown_by_name_and_an_edit_passes_them_by_name(
-    dbg: flowdbg.Debugger, wf: Research, calls: list[tuple[str, Any]]
+@pytest.mark.parametrize(
+    ("mode", "tool", "shown", "edit", "raw", "called"),
+    [
+        # positional arguments are shown by the names of the tool's schema, and an edit passes
+        # them by name
+        (
+            "positional",
+            "search",
+            {"query": "flowdbg"},
+            ("query", "agents"),
+            "3 results for agents",
+            ("search", ("agents", 3)),
+        ),
+        # the run context a tool takes is no argument, and is passed on after an edit
+        (
+            "context",
+            "remember",
+            {"key": "alpha"},
+            ("key", "beta"),
+            "kept beta",
+            ("remember", "beta"),
+        ),
+    ],
+    ids=["positional", "context"],
+)
+def test_the_arguments_shown_are_the_ones_an_edit_passes_back(
+    dbg: flowdbg.Debugger,
+    wf: Research,
+    calls: list[tuple[str, Any]],
+    mode: str,
+    tool: str,
+    shown: dict[str, Any],
+    edit: tuple[str, Any],
+    raw: str,
+    called: tuple[str, Any],
 ) -> None:
     dbg.attach(wf)
-    dbg.break_on_tool("search")
-    run = start(dbg, wf, mode="positional")
+    dbg.break_on_tool(tool)
+    run = start(dbg, wf, mode=mode)
     assert dbg.wait_for_stop(WAIT) is not None
-    assert dbg.inspect("", source="input") == {"query": "flowdbg"}
-    dbg.set("query", "agents")
+    assert dbg.inspect("", source="input") == shown
+    dbg.set(*edit)
     dbg.resume()
-    assert run.result(WAIT)["raw"] == "3 results for agents"
-    assert calls == [("search", ("agents", 3))]
-
-
-def test_the_run_context_a_tool_takes_is_not_an_argument_and_survives_an_edit(
-    dbg: flowdbg.Debugger, wf: Research, calls: list[tuple[str, Any]]
-) -> None:
-    dbg.attach(wf)
-    dbg.break_on_tool("remember")
-    run = start(dbg, wf, mode="context")
-    assert dbg.wait_for_stop(WAIT) is not None
-    assert dbg.inspect("", source="input") == {"key": "alpha"}
-    dbg.set("key", "beta")
-    dbg.resume()
-    assert run.result(WAIT)["raw"] == "kept beta"
-    assert calls == [("remember", "beta")]
+    assert run.result(WAIT)["raw"] == raw
+    assert calls == [called]
 
 
 def test_a_tool_that_raises_stops_at_its_error_point_with_the_real_exception(

@@ -8,6 +8,7 @@ to the condition sandbox, edits take plain JSON values.
 
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -308,7 +309,10 @@ class Service:
 
         if self.target is None or self.adapter is None:
             raise NoTarget(_NO_TARGET)
-        options = RunOptions(config=self.default_config if req.config is None else req.config)
+        # each run gets the server's config as it was given: a run's tools may change its
+        # context in place (an OpenAI agent's), which must not carry into the next run
+        config = copy.deepcopy(self.default_config) if req.config is None else req.config
+        options = RunOptions(config=config)
         self.adapter.check_run(self.target, options)
         value = {} if req.input is None else req.input
         self.adapter.check_input(self.target, value)  # refused before anything runs

@@ -47,19 +47,31 @@ def test_serve_config_is_the_config_of_a_run_started_without_one(graphs: Path, d
         assert found is not None, proc.stderr.read() if proc.stderr else ""
         base, token = found.group(1), found.group(2)
         outputs = []
+        newest = []
         with httpx.Client(base_url=base, params={"token": token}, timeout=30) as c:
             for body in (
                 {"input": "my balance"},  # no config: the server's
                 {"input": "my balance", "config": {"context": {"user": "bob"}}},
+                {"input": "my balance"},  # the server's again, as it was given
             ):
                 assert c.post("/runs", json=body).status_code == 201
                 assert c.post("/wait", params={"timeout": 20}).json()["outcome"] == "ended"
-                newest = c.get("/records/runs").json()["runs"][0]["run_id"]
-                outputs.append(c.get(f"/records/runs/{newest}").json()["output"])
+                newest.append(c.get("/records/runs").json()["runs"][0]["run_id"])
+                outputs.append(c.get(f"/records/runs/{newest[-1]}").json()["output"])
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=30)
-    assert outputs == ["account of ann", "account of bob"]
+    assert outputs == ["account of ann", "account of bob", "account of ann"]
+    # the tool counts its calls in the context: each run of the server's config starts from
+    # that config, not from the context an earlier run left
+    from flowdbg.store import open_store
+
+    store = open_store(db, readonly=True)
+    try:
+        configs = [store.get_run(run_id).config for run_id in newest]
+    finally:
+        store.close()
+    assert configs[0] == configs[2] == {"context": {"user": "ann"}}
 
 
 @pytest.mark.parametrize("command", ["serve", "ui"])

@@ -103,9 +103,12 @@ def step_record(unit: Unit) -> StepRecord:
     return StepRecord(*step_fields(unit))
 
 
-def run_record(info: RunInfo, input: Any = _LIVE, output: Any = _LIVE) -> RunRecord:
+def run_record(
+    info: RunInfo, input: Any = _LIVE, output: Any = _LIVE, initial: Any = None
+) -> RunRecord:
     """The record of a run (its current status); ``input`` and ``output``, where given,
-    instead of the run's (taken as they were when the run started and ended)."""
+    instead of the run's (taken as they were when the run started and ended); ``initial``, its
+    state before its first unit, where known."""
     return RunRecord(
         run_id=info.run_id,
         framework=info.framework,
@@ -128,6 +131,7 @@ def run_record(info: RunInfo, input: Any = _LIVE, output: Any = _LIVE) -> RunRec
         forked_from=info.forked_from,
         fork_step=info.fork_step,
         config=info.config,
+        initial_state=initial,
     )
 
 
@@ -257,6 +261,12 @@ class Recorder:
                         self.max_queue,
                     )
                 return
+        if unit.step == 1 and unit.state_before is not None:
+            # the run's first unit: the state it started from is the run's state before any
+            # unit, what none of them wrote (Store.last_writers); taken as it is now
+            initial = self._as_now(unit.state_before)
+            if initial is not _LIVE:
+                self._put("initial", (unit.run.info, initial))
         if unit.run.values_change_in_place:
             # The framework changes the objects of a finished unit's values in place (an
             # agent's memory in a LlamaIndex context, an OpenAI run context, events it edits
@@ -425,6 +435,7 @@ class Recorder:
         started: list[Any] = []
         steps: list[tuple[Any, ...]] = []
         ending: dict[int, Any] = {}
+        initial: dict[int, tuple[RunInfo, Any]] = {}
         queue = self._queue
         with self._take_lock:  # one batch taken at once (flush() counts under this lock)
             taken = min(len(queue), self.batch_size)
@@ -449,6 +460,8 @@ class Recorder:
                     log.exception("flowdbg could not record a call; it is skipped")
             elif kind == "run":
                 started.append(item)
+            elif kind == "initial":
+                initial[id(item[0])] = item
             else:
                 ending[id(item[0])] = item
         # A run's records are made now, from its current state (but for its input and output,
@@ -457,13 +470,22 @@ class Recorder:
         # An ended run whose start an earlier batch wrote carries no input (None: the store
         # keeps the one written then): the run's input is by now what its steps made of it (a
         # memory it was given and filled), not what it started from.
+        # The state before a run's first unit goes with the run's record in this batch, or,
+        # when an earlier batch wrote the run's start, in a record of it that changes nothing
+        # else (no input; the store keeps what it has for what the record leaves empty).
         inputs = {id(info): taken for info, taken in started}
+
+        def first(info: RunInfo) -> Any:
+            found = initial.pop(id(info), None)
+            return None if found is None else found[1]
+
         runs = self._records(
-            (info, taken, _LIVE) for info, taken in started if id(info) not in ending
+            (info, taken, _LIVE, first(info)) for info, taken in started if id(info) not in ending
         )
         ended = self._records(
-            (info, inputs.get(id(info)), output) for info, output in ending.values()
+            (info, inputs.get(id(info)), output, first(info)) for info, output in ending.values()
         )
+        runs += self._records((info, None, _LIVE, state) for info, state in initial.values())
         try:
             self.store.write_fields(runs=runs, steps=steps, ended=ended)
         except Exception as exc:
@@ -476,11 +498,11 @@ class Recorder:
         return taken
 
     @staticmethod
-    def _records(runs: Iterable[tuple[RunInfo, Any, Any]]) -> list[RunRecord]:
+    def _records(runs: Iterable[tuple[RunInfo, Any, Any, Any]]) -> list[RunRecord]:
         records = []
-        for info, input, output in runs:
+        for info, input, output, initial in runs:
             try:
-                records.append(run_record(info, input, output))
+                records.append(run_record(info, input, output, initial))
             except Exception:  # never let one bad record stop the writer
                 log.exception("flowdbg could not record a run; it is skipped")
         return records

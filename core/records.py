@@ -103,6 +103,11 @@ class RunRecord:
     #: a config), secrets redacted as in values; ``None`` when none was given or known.
     #: :meth:`flowdbg.Debugger.rerun` starts with it again.
     config: Any = None
+    #: the run's state before its first unit, where the adapter shows one (a LlamaIndex
+    #: context's store as the run got it, an agent's run context): what no step of the run
+    #: wrote (:meth:`flowdbg.store.Store.last_writers`); ``None`` when not known (the run's
+    #: input stands for it then)
+    initial_state: Any = None
 
     @property
     def duration(self) -> float | None:

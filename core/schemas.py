@@ -370,7 +370,9 @@ class StateKey(_Shape):
     type: str = Field(description="the value's type name")
     size: Count | None = Field(description="its length, for a sized value")
     preview: str
-    written_by: WrittenBy | None = Field(description="null: as the input gave it")
+    written_by: WrittenBy | None = Field(
+        description="null: as the run started with it (the state before its first step)"
+    )
 
 
 class RunsState(_Shape):

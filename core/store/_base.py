@@ -591,7 +591,8 @@ class Store(abc.ABC):
         :param run_id: the run's id or a unique prefix.
         :param step: a step number; ``None`` for the latest state.
         :returns: key -> ``(step, node)`` for every key of that state some step changed (keys
-            still as the run's input gave them are left out).
+            still as they were before the run's first step are left out: that state where it was
+            recorded, else the run's input).
         :raises RunNotFound: if the run is unknown.
         :raises StepNotFound: if ``step`` is outside the run's steps.
         """

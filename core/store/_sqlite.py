@@ -188,6 +188,12 @@ def _migrate_to_3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE runs ADD COLUMN config_ref TEXT")
 
 
+def _migrate_to_4(conn: sqlite3.Connection) -> None:
+    # the run's state before its first unit, the baseline of last_writers (older runs have
+    # none: NULL, and their input stands for it)
+    conn.execute("ALTER TABLE runs ADD COLUMN initial_ref TEXT")
+
+
 #: ``READ_AS_CURRENT[n]``: temporary views under which a database of schema ``n`` reads as one
 #: of :data:`DB_SCHEMA_VERSION` (the columns added since, as their defaults), so that a
 #: read-only store reads an older database it may not migrate: SQLite finds a temporary view
@@ -196,10 +202,14 @@ def _migrate_to_3(conn: sqlite3.Connection) -> None:
 READ_AS_CURRENT: dict[int, tuple[str, ...]] = {
     1: (
         "CREATE TEMP VIEW runs AS SELECT *, NULL AS target, NULL AS origin, "
-        "NULL AS forked_from, NULL AS fork_step, NULL AS config_ref FROM main.runs",
+        "NULL AS forked_from, NULL AS fork_step, NULL AS config_ref, NULL AS initial_ref "
+        "FROM main.runs",
         "CREATE TEMP VIEW steps AS SELECT *, 0 AS cached FROM main.steps",
     ),
-    2: ("CREATE TEMP VIEW runs AS SELECT *, NULL AS config_ref FROM main.runs",),
+    2: (
+        "CREATE TEMP VIEW runs AS SELECT *, NULL AS config_ref, NULL AS initial_ref FROM main.runs",
+    ),
+    3: ("CREATE TEMP VIEW runs AS SELECT *, NULL AS initial_ref FROM main.runs",),
 }
 
 #: ``MIGRATIONS[n]`` brings a database from schema ``n`` to ``n + 1`` (inside a transaction)
@@ -207,6 +217,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _migrate_to_1,
     _migrate_to_2,
     _migrate_to_3,
+    _migrate_to_4,
 ]
 #: the database schema this flowdbg writes and reads (the --json envelope has its own version)
 DB_SCHEMA_VERSION = len(MIGRATIONS)
@@ -214,7 +225,8 @@ DB_SCHEMA_VERSION = len(MIGRATIONS)
 _RUN_COLUMNS = (
     "id, parent, root, parent_step, name, framework, status, started_at, ended_at, "
     "error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, "
-    "path, pid, host, step_count, target, origin, forked_from, fork_step, config_ref"
+    "path, pid, host, step_count, target, origin, forked_from, fork_step, config_ref, "
+    "initial_ref"
 )
 _STEP_COLUMNS = (
     "run_id, step, superstep, path, node, kind, status, started_at, ended_at, duration, "
@@ -226,11 +238,11 @@ _STEP_PARAMS = ", ".join("?" * len(_STEP_COLUMNS.split(", ")))
 _UPSERT_RUN = """
 INSERT INTO runs (id, parent, root, parent_step, name, framework, status, started_at, ended_at,
     error_type, error_module, error_message, error_traceback, input_ref, output_ref, tags, path,
-    pid, host, step_count, target, origin, forked_from, fork_step, config_ref)
+    pid, host, step_count, target, origin, forked_from, fork_step, config_ref, initial_ref)
 VALUES (:id, :parent, :root, :parent_step, :name, :framework, :status, :started_at, :ended_at,
     :error_type, :error_module, :error_message, :error_traceback, :input_ref, :output_ref, :tags,
     :path, :pid, :host, (SELECT count(*) FROM steps WHERE run_id = :id), :target, :origin,
-    :forked_from, :fork_step, :config_ref)
+    :forked_from, :fork_step, :config_ref, :initial_ref)
 ON CONFLICT (id) DO UPDATE SET
     parent = excluded.parent, root = excluded.root, parent_step = excluded.parent_step,
     name = excluded.name, framework = excluded.framework, started_at = excluded.started_at,
@@ -241,6 +253,7 @@ ON CONFLICT (id) DO UPDATE SET
     pid = coalesce(excluded.pid, pid), host = coalesce(excluded.host, host),
     input_ref = coalesce(excluded.input_ref, input_ref),
     config_ref = coalesce(excluded.config_ref, config_ref),
+    initial_ref = coalesce(excluded.initial_ref, initial_ref),
     {ending}
 """
 # a run that started: never turns an ended run back into a running one
@@ -847,6 +860,9 @@ class SQLiteStore(Store):
         input_ref, _ = self._encode(encoder, packer, run.input, "in the input " + where)
         output_ref, _ = self._encode(encoder, packer, run.output, "in the output " + where)
         config_ref, _ = self._encode(encoder, packer, run.config, "in the config " + where)
+        initial_ref, _ = self._encode(
+            encoder, packer, run.initial_state, "in the state before the first step " + where
+        )
         error_type, error_module, error_message, error_traceback = _error_columns(
             run.error, self._redact
         )
@@ -875,6 +891,7 @@ class SQLiteStore(Store):
             "forked_from": run.forked_from,
             "fork_step": run.fork_step,
             "config_ref": config_ref,
+            "initial_ref": initial_ref,
         }
 
     def _step_row(
@@ -1146,7 +1163,7 @@ class SQLiteStore(Store):
 
     def _runs(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[RunRecord]:
         values = self._values(
-            conn, [column for row in rows for column in (row[13], row[14], row[24])]
+            conn, [column for row in rows for column in (row[13], row[14], row[24], row[25])]
         )
         out: list[RunRecord] = []
         for index, row in enumerate(rows):
@@ -1165,8 +1182,8 @@ class SQLiteStore(Store):
                     started_at=row[7],
                     ended_at=row[8],
                     error=_error(row, 9),
-                    input=values[3 * index],
-                    output=values[3 * index + 1],
+                    input=values[4 * index],
+                    output=values[4 * index + 1],
                     tags=_decode(row[15]),
                     path=_path(row[16]),
                     pid=row[17],
@@ -1176,7 +1193,8 @@ class SQLiteStore(Store):
                     origin=row[21],
                     forked_from=row[22],
                     fork_step=row[23],
-                    config=values[3 * index + 2],
+                    config=values[4 * index + 2],
+                    initial_state=values[4 * index + 3],
                 )
             )
         return out
@@ -1352,16 +1370,18 @@ class SQLiteStore(Store):
                 if row is not None:
                     return row[0], row[1]
                 # else a call (a tool, a model, an @task) sees the state its unit started
-                # from: the state after the steps before it, or the run's input
+                # from: the state after the steps before it, or the state before the run's
+                # first step (else the run's input)
                 row = conn.execute(
                     sql + " AND step < ? ORDER BY step DESC LIMIT 1", (rid, enclosing)
                 ).fetchone()
                 if row is not None:
                     return row[0], row[1]
-                (input_ref,) = conn.execute(
-                    "SELECT input_ref FROM runs WHERE id = ?", (rid,)
+                initial_ref, input_ref = conn.execute(
+                    "SELECT initial_ref, input_ref FROM runs WHERE id = ?", (rid,)
                 ).fetchone()
-                return None if input_ref is None else (0, input_ref)
+                first = initial_ref if initial_ref is not None else input_ref
+                return None if first is None else (0, first)
             sql += " AND step <= ?"
             params.append(step)
         row = conn.execute(sql + " ORDER BY step DESC LIMIT 1", params).fetchone()
@@ -1407,7 +1427,9 @@ class SQLiteStore(Store):
                 "AND state_ref IS NOT NULL ORDER BY step",
                 (rid, found[0]),
             ).fetchall()
-            baseline = _entry(run[13])  # the run's input: keys it set were written by no step
+            # the state before the first step (else the run's input): its keys were written by
+            # no step
+            baseline = _entry(run[25] if run[25] is not None else run[13])
             distinct = {column for _, _, column in rows}
             entries = {column: _entry(column) for column in distinct}
             blobs = self._dict_nodes(conn, [*entries.values(), baseline])
@@ -1533,6 +1555,7 @@ class SQLiteStore(Store):
                 SELECT input_ref AS ref FROM steps UNION ALL SELECT output_ref FROM steps
                 UNION ALL SELECT state_ref FROM steps UNION ALL SELECT input_ref FROM runs
                 UNION ALL SELECT output_ref FROM runs UNION ALL SELECT config_ref FROM runs
+                UNION ALL SELECT initial_ref FROM runs
             ) WHERE substr(ref, 1, 1) = '"'"""
         )
         pending = [json.loads(ref) for (ref,) in roots]

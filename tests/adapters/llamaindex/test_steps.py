@@ -658,3 +658,47 @@ def test_attaching_a_workflow_class_says_to_attach_an_instance(dbg: flowdbg.Debu
         r"line, file\.py:Quick\(\) calls it\)$",
     ):
         dbg.attach(Quick)
+
+
+class Noted(Event):
+    pass
+
+
+class Noting(Workflow):
+    """A step copying a start field into the store, which held another key from the start."""
+
+    @step
+    async def note(self, ctx: Context, ev: StartEvent) -> Noted:
+        await ctx.store.set("topic", ev.topic)  # equal to the start event's field
+        return Noted()
+
+    @step
+    async def finish(self, ctx: Context, ev: Noted) -> StopEvent:
+        await ctx.store.set("done", True)
+        return StopEvent(result="ok")
+
+
+def test_written_by_credits_the_step_that_wrote_a_key_not_the_start_event(tmp_path: Any) -> None:
+    # The state is the context's store, not the start event: a key the first step wrote with
+    # a start field's value is that step's, and a key the store held before any step is no
+    # step's (the baseline is the state before the first unit, not the run's input).
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    wf = Noting(timeout=30)
+
+    async def go() -> Any:
+        ctx = Context(wf)
+        await ctx.store.set("owner", "ann")  # the caller's, before the run
+        return await wf.run(ctx=ctx, topic="flowdbg")
+
+    try:
+        dbg.attach(wf)
+        assert asyncio.run(go()) == "ok"
+        assert dbg.flush(WAIT)
+        store = dbg.store
+        assert store is not None
+        (run,) = store.list_runs()
+        assert run.input == {"topic": "flowdbg"}
+        assert store.get_state(run.run_id) == {"owner": "ann", "topic": "flowdbg", "done": True}
+        assert store.last_writers(run.run_id) == {"topic": (1, "note"), "done": (2, "finish")}
+    finally:
+        dbg.close()

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from store_helpers import run, run_id
+from store_helpers import run, run_id, step
 
 from flowdbg.store import StoreError, _sqlite, open_store
 
@@ -140,3 +140,56 @@ def test_a_run_keeps_its_config_redacted_and_a_schema_2_database_reads_none(
         store.write_batch(runs=[run(2, config={"configurable": {"user": "1"}})])
         assert store.get_run(run_id(2)).config == {"configurable": {"user": "1"}}
         assert store.get_run(run_id(1)).config is None
+
+
+def test_the_state_before_the_first_step_is_what_no_step_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A LlamaIndex run's input is its start event's fields, its state the context's store: a
+    # key the first step wrote with a start field's value is that step's, and a key the store
+    # held before any step is no step's. A call inside the first step sees that state.
+    rid = run_id(1)
+    with open_store(tmp_path / "s.db") as store:
+        store.write_batch(runs=[run(1, input={"topic": "x"})])
+        store.write_batch(runs=[run(1, initial_state={"owner": "ann"})])  # input kept
+        store.write_batch(
+            steps=[
+                step(rid, 1, node="note", state={"owner": "ann", "topic": "x"}),
+                step(rid, 2, node="search", kind="tool", path=("note",)),
+                step(rid, 3, node="finish", state={"owner": "ann", "topic": "x", "done": True}),
+            ]
+        )
+        store.write_batch(ended=[run(1, status="completed", ended_at=9.0)])
+        recorded = store.get_run(rid)
+        assert (recorded.input, recorded.initial_state) == ({"topic": "x"}, {"owner": "ann"})
+        assert store.last_writers(rid) == {"topic": (1, "note"), "done": (3, "finish")}
+        assert store.get_state(rid, step=2) == {"owner": "ann"}
+        assert store.prune(keep=1) == 0  # nothing pruned, and the sweep keeps the state's blob
+        assert store.get_run(rid).initial_state == {"owner": "ann"}
+    db = tmp_path / "v3.db"
+    with monkeypatch.context() as patched:  # a database as the flowdbg before this wrote it
+        patched.setattr(_sqlite, "MIGRATIONS", _sqlite.MIGRATIONS[:3])
+        patched.setattr(_sqlite, "DB_SCHEMA_VERSION", 3)
+        open_store(db).close()
+    conn = sqlite3.connect(db)
+    try:
+        with conn:  # a run and its step as that flowdbg wrote them, values inline
+            conn.execute(
+                "INSERT INTO runs (id, name, framework, status, started_at, input_ref) "
+                """VALUES (?, 'noting', 'llamaindex', 'completed', 1.0, '[{"topic": "x"}]')""",
+                (rid,),
+            )
+            conn.execute(
+                "INSERT INTO steps (run_id, step, node, kind, status, started_at, state_ref) "
+                """VALUES (?, 1, 'note', 'node', 'completed', 1.0, '[{"topic": "x"}]')""",
+                (rid,),
+            )
+    finally:
+        conn.close()
+    with open_store(db, readonly=True) as store:  # through a view: the input stands for it
+        assert store.get_run(rid).initial_state is None
+        assert store.last_writers(rid) == {}
+    with open_store(db) as store:  # migrated when opened for writing
+        store.write_batch(runs=[run(2, initial_state={"n": 1})])
+        assert store.get_run(run_id(2)).initial_state == {"n": 1}
+        assert store.get_run(rid).initial_state is None

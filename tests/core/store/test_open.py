@@ -43,7 +43,7 @@ def test_a_new_database_is_created_with_its_folder_in_wal_mode(tmp_path: Path) -
         meta = dict(conn.execute("SELECT key, value FROM meta"))
     finally:
         conn.close()
-    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(DB_SCHEMA_VERSION) == "3"
+    assert meta["app"] == "flowdbg" and meta["schema_version"] == str(DB_SCHEMA_VERSION) == "4"
 
 
 def test_the_default_database_is_in_the_current_folder_unless_flowdbg_db_says(

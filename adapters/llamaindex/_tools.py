@@ -24,6 +24,7 @@ way to tell).
 from __future__ import annotations
 
 import contextvars
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,8 @@ async def _call(
     if shown is None:  # positional arguments the schema does not name: shown, not editable
         shown = {"args": list(args), **kwargs}
         check: Callable[[Unit, str, Any], None] = _positional
+    elif _takes_any(tool):  # a function over **kwargs: its schema lists none of them
+        check = schema_checker(name, lambda: None)
     else:
         metadata = getattr(tool, "metadata", None)
         check = schema_checker(name, lambda: getattr(metadata, "fn_schema", None))
@@ -179,6 +182,21 @@ async def _call(
     if edited_result is result:
         return output
     return with_result(output, edited_result) if is_output else edited_result
+
+
+def _takes_any(tool: Any) -> bool:
+    """Whether the function a ``FunctionTool`` wraps takes any keyword (``**kwargs``), which
+    the schema LlamaIndex makes from its signature leaves out."""
+    for attribute in ("async_fn", "fn"):
+        try:
+            function = getattr(tool, attribute, None)
+            if function is None:
+                continue
+            parameters = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError, AttributeError):
+            continue
+        return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    return False
 
 
 def _served_output(

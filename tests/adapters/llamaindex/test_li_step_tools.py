@@ -297,3 +297,30 @@ def test_a_tool_of_ones_own_that_returns_a_plain_value_gets_the_edited_value(
     dbg.set("", "quiet")
     dbg.resume()
     assert run.result(WAIT) == "quiet"
+
+
+def test_a_tool_over_keyword_arguments_takes_any_argument_edit(dbg: flowdbg.Debugger) -> None:
+    # LlamaIndex's schema of a function over **kwargs lists none of them: nothing to refuse
+    def anything(**kwargs: Any) -> str:
+        """Takes anything."""
+        return ",".join(f"{k}={v}" for k, v in sorted(kwargs.items()))
+
+    class Any_(Workflow):
+        def __init__(self, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.tool = FunctionTool.from_defaults(fn=anything)
+
+        @step
+        async def go(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=(await self.tool.acall(x=1, y=2)).raw_output)
+
+    wf = Any_(timeout=30)
+    dbg.attach(wf)
+    dbg.break_on_tool("anything")
+    run = start(dbg, wf)
+    assert dbg.wait_for_stop(WAIT) is not None
+    assert dbg.inspect("", source="input") == {"x": 1, "y": 2}
+    dbg.set("x", 5)
+    dbg.set("z", 9)
+    dbg.resume()
+    assert run.result(WAIT) == "x=5,y=2,z=9"

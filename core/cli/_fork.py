@@ -206,9 +206,9 @@ def _divergence_after(out: Out, dbg: Any, source: str, handles: Sequence[Any]) -
 @click.option(
     "--cached-calls",
     type=click.Choice(["all", "llm", "tool", "none"]),
-    default="all",
-    show_default=True,
-    help="which model and tool calls are served from RUN's record when they match it",
+    default=None,
+    help="which model and tool calls are served from RUN's record when they match it "
+    "(default: all, where RUN's adapter can serve recorded calls; else none)",
 )
 @click.option(
     "--config",
@@ -238,7 +238,7 @@ def _divergence_after(out: Out, dbg: Any, source: str, handles: Sequence[Any]) -
 def runs_rerun(
     ctx: click.Context,
     run_id: str,
-    cached_calls: str,
+    cached_calls: str | None,
     config_json: str | None,
     breaks: tuple[str, ...],
     break_on_exception: bool,
@@ -276,8 +276,14 @@ def runs_rerun(
                 "written, and the rerun must be recorded; pass --db with a writable database"
             )
         store = dbg.store
-        needs = None if cached_calls == "none" else Capability.CACHED_CALLS
+        needs = None if cached_calls in (None, "none") else Capability.CACHED_CALLS
         run, obj, ref, adapter = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        served_note = ""
+        if cached_calls is None:  # all where the adapter can serve them; else every call live
+            can = Capability.CACHED_CALLS in getattr(adapter, "capabilities", ())
+            cached_calls = "all" if can else "none"
+            if not can:
+                served_note = f" (the {adapter.name} adapter cannot serve recorded calls)"
         options = dbg._options_of(run, obj, adapter, config, "rerun")
         handles: list[Any] = []
 
@@ -330,7 +336,8 @@ def runs_rerun(
             out = Out()
             out.line(
                 f"rerunning run {short_id(run.run_id)} with {ref or 'the target given'}, "
-                f"recorded calls served: {cached_calls}" + _config_note(config, options)
+                f"recorded calls served: {cached_calls}{served_note}"
+                + _config_note(config, options)
             )
             code = debug_session(
                 dbg,

@@ -57,6 +57,16 @@ def test_a_rerun_starts_with_the_context_the_run_was_started_with(agent_cli: Cli
     out = agent_cli("runs", "rerun", run_id, "--cached-calls", "none", input="").stdout
     assert "the config the run was started with" in out
 
+    # without --cached-calls: every call live where the adapter cannot serve recorded ones
+    out = agent_cli("runs", "rerun", run_id, input="").stdout
+    assert (
+        "recorded calls served: none (the openai_agents adapter cannot serve recorded calls)"
+        in out.splitlines()[0]
+    )
+    assert '"account of ann"' in out
+    message = agent_cli.error("runs", "rerun", run_id, "--cached-calls", "all", "--json")
+    assert "cannot serve recorded calls" in message or "cached_calls" in message
+
 
 def test_a_config_whose_secrets_were_redacted_must_be_given_again(agent_cli: Cli) -> None:
     run_id = _first_run(agent_cli, {"context": {"user": "ann", "api_key": "sk-live-1234"}})

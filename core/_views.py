@@ -80,6 +80,7 @@ def run_dict(run: RunRecord, *, values: bool = False) -> dict[str, Any]:
     if values:
         data["input"] = jsonable(run.input)
         data["output"] = jsonable(run.output)
+        data["config"] = jsonable(run.config)
     return data
 
 

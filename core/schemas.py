@@ -156,6 +156,11 @@ class RunDetail(Run):
 
     input: Any = Field(description="the run's input")
     output: Any = Field(description="the run's output")
+    config: Any = Field(
+        default=None,
+        description="the config it was started with (flowdbg run --config, a server's), "
+        "secrets redacted; a rerun starts with it again; null when none was given",
+    )
 
 
 class Step(_Shape):

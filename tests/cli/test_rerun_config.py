@@ -33,6 +33,8 @@ def test_a_rerun_starts_with_the_context_the_run_was_started_with(agent_cli: Cli
         assert store.get_run(run_id).config == {"context": {"user": "ann"}}
     header = agent_cli("runs", "show", run_id).stdout.splitlines()[0]
     assert header.endswith("  config {'context': {'user': 'ann'}}")
+    shown = agent_cli.json("runs", "show", run_id, command="runs show")
+    assert shown["run"]["config"] == {"context": {"user": "ann"}}
 
     # every call live: the tool reads the context again
     data = agent_cli.json("runs", "rerun", run_id, "--cached-calls", "none", command="runs rerun")

@@ -213,6 +213,9 @@ def _serve_until_interrupted(
         if config is not None:  # refused now, not at the first run a client starts
             dbg.adapter_for(obj).check_run(obj, RunOptions(config=config))
         if breaks:
+            # attached first (the server attaches it too: attaching is idempotent), so that a
+            # -b KIND:NAME naming no tool or model of the target is refused as flowdbg run does
+            dbg.attach(obj)
             try:
                 description = dict(dbg.describe(obj))
             except NotImplementedError:

@@ -87,3 +87,18 @@ def test_serve_refuses_a_config_the_target_cannot_take(run_cli: Cli) -> None:
         pytest.importorskip(name, reason="the server extra is not installed")
     message = run_cli.error("serve", "graphs.py:app", "--config", '{"user": 1}')
     assert "config" in message and "stategraph" in message
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_serve_refuses_a_tool_breakpoint_naming_no_tool_of_the_target(
+    run_cli: Cli, graphs: Path, command: str
+) -> None:
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    for name in ("fastapi", "uvicorn", "websockets"):
+        pytest.importorskip(name, reason="the server extra is not installed")
+    (graphs / "support.py").write_text(SUPPORT_AGENT, encoding="utf-8")
+    message = run_cli.error(command, "support.py:build", "-b", "tool:acount")
+    assert (
+        message
+        == "error: unknown tool 'acount'; tools: account; check the spelling (in -b tool:acount)"
+    )

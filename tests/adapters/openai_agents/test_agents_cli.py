@@ -222,7 +222,7 @@ def test_a_rerun_departs_where_an_edited_tool_made_the_agent_answer_otherwise() 
         input="set amount = 50\nc\n",
     )
     (first,) = json.loads(flowdbg("runs", "ls", "--json").stdout)["data"]["runs"]
-    refused = flowdbg("runs", "rerun", first["run_id"][:8], code=1).output
+    refused = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "all", code=1).output
     assert "cannot serve recorded calls" in refused
     assert "(flowdbg runs rerun --cached-calls none)" in refused
     out = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "none").stdout

@@ -948,8 +948,14 @@ async def _step(
                 event, {**event_fields(event), "tool_kwargs": edited_args}, step_name, "input"
             )
         # a rerun with recorded calls: an agent's call_tool step runs live (its result is an
-        # event the agent makes), in its place among the calls
-        tool.recorded(edited_args, serve=False)
+        # event the agent makes), in its place among the calls; a rerun ending at its first
+        # divergence ends the tool and its step here
+        try:
+            tool.recorded(edited_args, serve=False)
+        except BaseException as exc:
+            tool.discard(exc)
+            unit.discard(exc)
+            raise
     # A workflow built while the step runs takes LlamaIndex's current runtime (Workflow.__init__:
     # get_current_runtime()), so one the step builds and runs is debugged as a child run.
     token = _current_runtime.set(run.runtime)

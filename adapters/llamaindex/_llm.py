@@ -379,23 +379,24 @@ async def _call(
     state = parent.state_before
     args, kwargs = await _before(run, unit, arguments, state)
     completion = arguments.completion
-    # a rerun with recorded calls: the recorded reply to the same messages, without the model
-    served, recorded = unit.recorded(unit.record_value("input"))
-    if served:
-        response = _served_response(recorded, completion)
-        if streamed:
-            return _streamed(run, unit, _one_chunk(response), state, arguments)
-    else:
-        token = _CALLING.set(True)
-        try:
+    token = _CALLING.set(True)
+    try:
+        # a rerun with recorded calls: the recorded reply to the same messages, without the
+        # model (a rerun ending at its first divergence raises here, at the call's error point)
+        served, recorded = unit.recorded(unit.record_value("input"))
+        if served:
+            response = _served_response(recorded, completion)
+        else:
             response = await method(*args, **kwargs)
-        except BaseException as exc:
-            raised = await _failed(run, unit, exc, state)
-            if raised is exc:
-                raise
-            raise raised from exc
-        finally:
-            _CALLING.reset(token)
+    except BaseException as exc:
+        raised = await _failed(run, unit, exc, state)
+        if raised is exc:
+            raise
+        raise raised from exc
+    finally:
+        _CALLING.reset(token)
+    if served and streamed:
+        return _streamed(run, unit, _one_chunk(response), state, arguments)
     if streamed:
         return _streamed(run, unit, response, state, arguments)
     reply = _reply_of(response, completion)

@@ -158,24 +158,25 @@ async def _call(
         context = getattr(tool, "ctx_param_name", None)
         kept = {context: kwargs[context]} if isinstance(context, str) and context in kwargs else {}
         args, kwargs = (), {**edited, **kept}
-    # a rerun with recorded calls: the recorded result for the same arguments, without the tool
-    served, recorded = unit.recorded(edited)
-    if served:
-        output = _served_output(tool, name, recorded, args, kwargs)
-    else:
-        token = _CALLING.set(True)
-        try:
+    token = _CALLING.set(True)
+    try:
+        # a rerun with recorded calls: the recorded result for the same arguments, without the
+        # tool (a rerun ending at its first divergence raises here, at the call's error point)
+        served, recorded = unit.recorded(edited)
+        if served:
+            output = _served_output(tool, name, recorded, args, kwargs)
+        else:
             output = await method(*args, **kwargs)
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                raised = unit.discard(exc)  # terminate() cancelled the call: Terminated
-                if raised is None or raised is exc:
-                    raise
-                raise raised from exc
-            await _held(run, unit.aerror(exc, state=state))
-            raise
-        finally:
-            _CALLING.reset(token)
+    except BaseException as exc:
+        if not isinstance(exc, Exception):
+            raised = unit.discard(exc)  # terminate() cancelled the call: Terminated
+            if raised is None or raised is exc:
+                raise
+            raise raised from exc
+        await _held(run, unit.aerror(exc, state=state))
+        raise
+    finally:
+        _CALLING.reset(token)
     is_output = hasattr(output, "raw_output")  # a ToolOutput (a tool of one's own may differ)
     result = output.raw_output if is_output else output
     edited_result = await _held(run, unit.aafter(output=result, state=state))

@@ -87,6 +87,8 @@ class RunHandle:
         self._fn = fn
         self._args = args
         self._kwargs = kwargs
+        #: call ``fn`` in an event loop of the worker thread (see :meth:`Debugger.start`)
+        self._in_loop = False
         self._done = threading.Event()
         self._started = threading.Event()
         self._value: Any = None
@@ -116,11 +118,21 @@ class RunHandle:
     def _work(self) -> None:
         _RUN_HANDLE.set(self)
         try:
-            value = self._fn(*self._args, **self._kwargs)
-            if _inspect.isawaitable(value):
-                value = asyncio.run(_await(value))
+            if self._in_loop:  # a method of a target that only runs under an event loop
+                value = asyncio.run(_call(self._fn, self._args, self._kwargs))
+            else:
+                value = self._fn(*self._args, **self._kwargs)
+                if _inspect.isawaitable(value):
+                    value = asyncio.run(_await(value))
             self._value = value
         except BaseException as exc:  # handed to result(), re-raised there unchanged
+            if isinstance(exc, RuntimeError) and str(exc) == "no running event loop":
+                exc.add_note(
+                    "flowdbg: Debugger.start calls its callable in a worker thread, where no "
+                    "event loop runs; give it an async function (async def main(): return "
+                    "await wf.run(...)) or the target's method itself (dbg.start(wf.run, ...)), "
+                    "which then runs in an event loop of that thread"
+                )
             self._exc = exc
         finally:
             self._done.set()
@@ -193,6 +205,13 @@ class RunHandle:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+async def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    value = fn(*args, **kwargs)
+    if _inspect.isawaitable(value):
+        value = await value
+    return value
 
 
 class Debugger:
@@ -957,14 +976,33 @@ class Debugger:
         """Run ``fn(*args, **kwargs)`` in a worker thread and return its :class:`RunHandle`.
 
         An async callable (or one returning an awaitable) runs on an event loop in that thread.
+        So does a method of an attached target that only runs under an event loop (its
+        adapter's :meth:`~flowdbg.adapter.Adapter.is_async`), such as a LlamaIndex workflow's
+        ``run``, which needs one running when it is called: ``dbg.start(wf.run, topic="x")``
+        returns what awaiting its handler returns.
         """
         handle = RunHandle(self, fn, args, kwargs)
+        handle._in_loop = self._needs_loop(fn)
         # an adapter's invoke with its RunOptions (flowdbg run, a server's start): the run is
         # recorded with the config it was given
         config = next((a.config for a in args if isinstance(a, RunOptions)), None)
         handle._config = _as_given(config)
         handle._start()
         return handle
+
+    def _needs_loop(self, fn: Callable[..., Any]) -> bool:
+        """Whether ``fn`` is a (sync) method of an attached target that only runs under an
+        event loop."""
+        owner = getattr(fn, "__self__", None)
+        if owner is None or _inspect.iscoroutinefunction(fn):
+            return False
+        entry = self._attached.get(id(owner))
+        if entry is None or entry[0] is not owner:
+            return False
+        try:
+            return bool(entry[1].is_async(owner))
+        except Exception:  # an adapter's question is no reason to refuse the start
+            return False
 
     def fork(
         self,

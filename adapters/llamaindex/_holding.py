@@ -33,7 +33,9 @@ def objects_of(workflow: Any, kind: Callable[[Any], bool], attribute: str) -> li
     """The objects of ``kind`` that ``workflow`` holds: its attributes of that kind, those in a
     list, tuple or mapping it keeps, and, for each object it keeps that way (an
     ``AgentWorkflow``'s agents), that object's ``attribute`` (an agent's ``llm``, its ``tools``),
-    or what it lists. Each object once, in the order found."""
+    or what it lists. Each object once, in the order found. Attributes of the workflow's own
+    classes count too (a tool or model set in the class body), those of LlamaIndex's classes
+    do not."""
     found: dict[int, Any] = {}
 
     def add(value: Any) -> None:
@@ -41,12 +43,18 @@ def objects_of(workflow: Any, kind: Callable[[Any], bool], attribute: str) -> li
             if kind(each):
                 found.setdefault(id(each), each)
 
-    for value in vars(workflow).values():
-        add(value)
-        for item in _items(value):
-            attributes = getattr(item, "__dict__", None)
-            if isinstance(attributes, dict):
-                add(attributes.get(attribute))
+    own = [
+        vars(cls)
+        for cls in type(workflow).__mro__
+        if not cls.__module__.startswith(("workflows", "llama_index", "builtins", "pydantic"))
+    ]
+    for namespace in (vars(workflow), *own):
+        for value in list(namespace.values()):
+            add(value)
+            for item in _items(value):
+                attributes = getattr(item, "__dict__", None)
+                if isinstance(attributes, dict):
+                    add(attributes.get(attribute))
     return list(found.values())
 
 

@@ -440,13 +440,18 @@ class _Compiled:
             if self.path_glob.match(where) is None and self.path_glob.match(node) is None:
                 return False, None
         value: Any = None
+        raw: Any = _MISSING  # a watch's new value, _MISSING where its path does not resolve
         if self.type == BreakpointType.EXCEPTION:
             if event.error is None or not self._exception_matches(event.error):
                 return False, None
         elif self.type == BreakpointType.WATCH:
-            changed, value = self._watch_changed(unit, event)
+            changed, raw = self._watch_changed(unit, event)
             if not changed:
                 return False, None
+            value = None if raw is _MISSING else raw  # (a path gone: None to conditions)
+            if self.expr is None and self.callable is None:
+                _seen_inside(unit, bp.id, raw)
+                return True, value
         elif (
             self.type == BreakpointType.TOOL
             and self.args_re is not None
@@ -457,9 +462,13 @@ class _Compiled:
             return True, value
         names = condition_names(event, hits=bp.hits, value=value)
         if self.callable is not None:
-            return bool(self.callable(_Namespace(names))), value
-        assert self.expr is not None
-        return bool(self.expr.evaluate(names)), value
+            matched = bool(self.callable(_Namespace(names)))
+        else:
+            assert self.expr is not None
+            matched = bool(self.expr.evaluate(names))
+        if matched and self.type == BreakpointType.WATCH:
+            _seen_inside(unit, bp.id, raw)
+        return matched, value
 
     def hit_allows(self, hits: int) -> bool:
         """Whether the hit condition lets hit number ``hits`` stop."""
@@ -478,6 +487,8 @@ class _Compiled:
         return False
 
     def _watch_changed(self, unit: Unit, event: Event) -> tuple[bool, Any]:
+        """Whether the watched path changed over ``unit``, and its new value (``_MISSING``
+        where the path does not resolve)."""
         from flowdbg._paths import get_path
 
         if event.state is None:  # the adapter cannot show the state here: nothing to compare
@@ -497,15 +508,41 @@ class _Compiled:
         except Exception:
             old = _MISSING
         if new is _MISSING:
-            return (old is not _MISSING), None
-        if old is _MISSING:
-            return True, new
-        if old is new:
-            return False, new
-        try:
-            return bool(old != new), new
-        except Exception:
-            return True, new
+            changed = old is not _MISSING
+        elif old is _MISSING:
+            changed = True
+        else:
+            changed = _differ(old, new)
+        if changed:
+            # A change a unit inside this one (a tool call inside an agent's turn) already
+            # matched for this watch is not matched again here: one change, one stop.
+            seen = getattr(unit, "_watch_seen", None)
+            if seen is not None and self.bp.id in seen and not _differ(seen[self.bp.id], new):
+                changed = False
+        return changed, new
+
+
+def _differ(old: Any, new: Any) -> bool:
+    if old is new:
+        return False
+    if old is _MISSING or new is _MISSING:
+        return True
+    try:
+        return bool(old != new)
+    except Exception:
+        return True
+
+
+def _seen_inside(unit: Unit, bp_id: str, value: Any) -> None:
+    """Note on every unit enclosing ``unit`` that watch ``bp_id`` matched a change to
+    ``value`` inside it (see ``_Compiled._watch_changed``)."""
+    outer = unit.run.parent_unit
+    while outer is not None:
+        seen = getattr(outer, "_watch_seen", None)
+        if seen is None:
+            seen = outer._watch_seen = {}
+        seen[bp_id] = value
+        outer = outer.run.parent_unit
 
 
 def _check_kinds(kinds: Iterable[str]) -> None:

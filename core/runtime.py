@@ -410,6 +410,7 @@ class Unit:
         "_frame",
         "_task",
         "_token",
+        "_watch_seen",
         "attempt",
         "branch",
         "cached",

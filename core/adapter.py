@@ -151,6 +151,11 @@ class RunOptions:
     #: the values of the adapter's own command-line options (:meth:`Adapter.cli_options`) that
     #: were given, by parameter name (LangGraph: ``{"thread": "t1"}``)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the run is a rerun of a recorded one (:meth:`flowdbg.Debugger.rerun`): it starts from
+    #: its input alone, and must neither go on from nor change what the framework keeps
+    #: between runs and the recorded run may have changed since (LangGraph: the thread of a
+    #: checkpointer, which a rerun must not resume nor add to)
+    fresh: bool = False
 
     @property
     def resuming(self) -> bool:

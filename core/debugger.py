@@ -1256,8 +1256,10 @@ class Debugger:
         self.attach(target, ref=ref)
         method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
         short = run.run_id[:8]
-        args = (target, run.input) if options is None else (target, run.input, options)
-        handle = RunHandle(self, method, args, {}, name=f"rerun of {short}")
+        fresh = (
+            RunOptions(fresh=True) if options is None else dataclasses.replace(options, fresh=True)
+        )
+        handle = RunHandle(self, method, (target, run.input, fresh), {}, name=f"rerun of {short}")
         handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))
         handle._made_from = ("rerun", run.run_id, None)

@@ -207,13 +207,13 @@ class LangGraphAdapter(Adapter):
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        config = _config(options)
+        target, config = _apart(target, options)
         return target.invoke(_input(input, options), config)
 
     async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        config = _config(options)
+        target, config = _apart(target, options)
         return await target.ainvoke(_input(input, options), config)
 
     # -- forks (see _fork.py): a copy of the graph with a checkpointer of its own --
@@ -405,6 +405,21 @@ def _config(options: RunOptions) -> dict[str, Any] | None:
             )
         config["configurable"] = {**configurable, "thread_id": thread}
     return config
+
+
+def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None]:
+    """The graph to run and its config. A rerun (``options.fresh``) of a graph with a
+    checkpointer runs a copy of it with an in-memory checkpointer of its own, on a new thread:
+    on the recorded run's thread LangGraph would go on from the state that run left there
+    (merging the input into it) and add the rerun's checkpoints to the user's thread."""
+    if options.fresh:
+        from langgraph.checkpoint.base import BaseCheckpointSaver
+
+        from flowdbg.adapters.langgraph import _fork
+
+        if isinstance(getattr(target, "checkpointer", None), BaseCheckpointSaver):
+            return _fork.apart(target, RunOptions(config=_config(options)))
+    return target, _config(options)
 
 
 def _input(value: Any, options: RunOptions) -> Any:

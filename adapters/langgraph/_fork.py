@@ -27,7 +27,7 @@ from flowdbg.adapter import RunOptions
 if TYPE_CHECKING:
     from flowdbg.timetravel import ForkPoint
 
-__all__ = ["afork", "astream", "check_fork", "fork", "stream"]
+__all__ = ["afork", "apart", "astream", "check_fork", "fork", "stream"]
 
 
 def check_fork(target: Any, point: ForkPoint) -> None:
@@ -68,12 +68,21 @@ def check_fork(target: Any, point: ForkPoint) -> None:
 
 def _start(target: Any, point: ForkPoint, options: RunOptions | None) -> tuple[Any, Any]:
     """The graph copy to run and its config (on a new thread of an in-memory checkpointer)."""
+    return apart(target, options, "fork")
+
+
+def apart(target: Any, options: RunOptions | None, what: str = "rerun") -> tuple[Any, Any]:
+    """A copy of ``target`` with an in-memory checkpointer of its own, and the config of
+    ``options`` on a new thread of it: a run there neither reads nor writes the threads of the
+    user's checkpointer (a fork, a rerun).
+
+    ``Pregel.copy`` keeps the attached graph's instrumented nodes, so the copy is debugged."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     graph = target.copy(update={"checkpointer": InMemorySaver()})
     config = dict((options.config if options is not None else None) or {})
     configurable = dict(config.get("configurable") or {})
-    configurable["thread_id"] = f"flowdbg-fork-{uuid.uuid4().hex}"
+    configurable["thread_id"] = f"flowdbg-{what}-{uuid.uuid4().hex}"
     configurable.pop("checkpoint_id", None)  # a checkpoint of the user's, not of this thread
     config["configurable"] = configurable
     return graph, config

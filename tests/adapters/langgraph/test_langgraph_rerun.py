@@ -192,3 +192,36 @@ def test_an_async_agent_reruns_and_forks_under_its_event_loop(rec: flowdbg.Debug
     fork = rec.fork(handle.run_id, 3, target=app)  # after the tools node: the agent answers
     assert contents(fork.result(timeout=T))[-1] == "booked"
     assert counts.model == 3
+
+
+def test_a_rerun_of_a_run_on_a_checkpointer_thread_neither_resumes_nor_changes_the_thread(
+    rec: flowdbg.Debugger,
+) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from flowdbg.adapters.langgraph import LangGraphAdapter
+
+    counts = Counts()
+    saver = InMemorySaver()
+    app = build_agent(counts).copy(update={"checkpointer": saver})
+    rec.attach(app)
+    thread = {"configurable": {"thread_id": "t1"}}
+    # the run as `flowdbg run app.py:app --config '{"configurable": {"thread_id": "t1"}}'`
+    # starts it, so that its config is recorded
+    first = rec.start(LangGraphAdapter().invoke, app, QUESTION, flowdbg.RunOptions(config=thread))
+    assert contents(first.result(timeout=T))[-1] == "booked"
+    assert rec.flush(T) and first.run_id is not None
+    assert rec.store is not None and rec.store.get_run(first.run_id).config == thread
+    history = [c.config for c in app.get_state_history(thread)]
+    again = rec.rerun(first.run_id, target=app)
+    # from the input alone: on thread t1 LangGraph would go on from the four messages the run
+    # left there and append the question again
+    assert contents(again.result(timeout=T)) == [
+        "find flights to Lisbon",
+        "",
+        "flights to Lisbon",
+        "booked",
+    ]
+    assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)
+    assert [c.config for c in app.get_state_history(thread)] == history  # the thread untouched
+    assert len(app.get_state(thread).values["messages"]) == 4

@@ -127,11 +127,12 @@ class RunHandle:
             self._value = value
         except BaseException as exc:  # handed to result(), re-raised there unchanged
             if isinstance(exc, RuntimeError) and str(exc) == "no running event loop":
-                exc.add_note(
+                _add_note(
+                    exc,
                     "flowdbg: Debugger.start calls its callable in a worker thread, where no "
                     "event loop runs; give it an async function (async def main(): return "
                     "await wf.run(...)) or the target's method itself (dbg.start(wf.run, ...)), "
-                    "which then runs in an event loop of that thread"
+                    "which then runs in an event loop of that thread",
                 )
             self._exc = exc
         finally:
@@ -205,6 +206,15 @@ class RunHandle:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def _add_note(exc: BaseException, text: str) -> None:
+    """``exc.add_note(text)``, on Python 3.10 too (where tracebacks do not print notes)."""
+    add = getattr(exc, "add_note", None)
+    if add is not None:
+        add(text)
+    else:  # pragma: no cover - Python 3.10
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), text]  # type: ignore[attr-defined]
 
 
 async def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

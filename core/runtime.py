@@ -437,6 +437,9 @@ class Unit:
 
     # Set when known (see __init__); declared here for type checkers.
     _decide: Callable[[Any], Any] | None
+    #: watch id -> the value a watch matched a change to inside this unit (see
+    #: flowdbg.breakpoints); set only when one did
+    _watch_seen: dict[str, Any]
     #: the exception the unit ended with; once its top-level run has ended, its
     #: :class:`flowdbg.ErrorInfo` (the history keeps no frames alive)
     exception: BaseException | ErrorInfo | None

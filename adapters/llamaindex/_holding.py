@@ -4,12 +4,27 @@ patching their classes while any does, and naming a replacement method after the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowdbg.patching import Patch, patch, unpatch
 
-__all__ = ["Holding", "is_core", "like", "objects_of"]
+if TYPE_CHECKING:
+    from flowdbg.runtime import Unit
+
+__all__ = ["Holding", "call_branch", "is_core", "like", "objects_of"]
+
+
+def call_branch(parent: Unit) -> str | None:
+    """The branch of a model or tool call a step makes: the step's own when the step's task
+    makes it, one of its own when another task does (calls a step makes at once, with
+    ``asyncio.gather``, stop and are stepped through independently), named after the step's
+    branch and that task."""
+    task = asyncio.current_task()
+    if task is None or task is getattr(parent, "_task", None):
+        return parent.branch
+    return f"{parent.branch}/{task.get_name()}"
 
 
 def is_core(obj: Any, base: str) -> bool:

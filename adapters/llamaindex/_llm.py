@@ -44,7 +44,7 @@ import contextvars
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.adapters.llamaindex._holding import Holding, is_core, like, objects_of
+from flowdbg.adapters.llamaindex._holding import Holding, call_branch, is_core, like, objects_of
 from flowdbg.adapters.llamaindex._hooks import RUN, _held
 from flowdbg.errors import EditRefused
 
@@ -334,7 +334,7 @@ def _open(
 ) -> tuple[Unit, _Arguments]:
     arguments = _Arguments(name, args, kwargs)
     unit = parent.frame().unit(
-        label(llm), kind="llm", branch=parent.branch, check_edit=_checker(arguments)
+        label(llm), kind="llm", branch=call_branch(parent), check_edit=_checker(arguments)
     )
     note = getattr(parent, "note", None)  # the workflow's timeout stands still here too
     if note:

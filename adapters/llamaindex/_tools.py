@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowdbg.adapters.llamaindex._holding import Holding, is_core, like, objects_of
+from flowdbg.adapters.llamaindex._holding import Holding, call_branch, is_core, like, objects_of
 from flowdbg.adapters.llamaindex._hooks import RUN, _held, schema_checker, with_result
 from flowdbg.errors import EditRefused
 
@@ -148,7 +148,7 @@ async def _call(
     else:
         metadata = getattr(tool, "metadata", None)
         check = schema_checker(name, lambda: getattr(metadata, "fn_schema", None))
-    unit = parent.frame().unit(name, kind="tool", branch=parent.branch, check_edit=check)
+    unit = parent.frame().unit(name, kind="tool", branch=call_branch(parent), check_edit=check)
     note = getattr(parent, "note", None)  # the workflow's timeout stands still here too
     if note:
         unit.note = note

@@ -29,7 +29,8 @@ def describe(workflow: Any) -> dict[str, Any]:
         node is ``{"name", "subgraph", "retry", "accepts", "returns", "workers"}``. For a
         llama-index-core agent (or ``AgentWorkflow``) also ``tools`` (the tools it can call,
         unless a tool retriever picks them) and, on ``run_agent_step``, ``model`` (the name
-        its model calls take; a list for several agents' models); for another workflow that
+        its model calls take; a list for several agents' models), and on ``call_tool`` the
+        same ``tools`` (drawn beside the step that calls them); for another workflow that
         holds llama-index-core tools, ``tools`` (those its steps may call).
     """
     from flowdbg.adapters.llamaindex._adapter import _children, workflow_name
@@ -81,6 +82,8 @@ def describe(workflow: Any) -> dict[str, Any]:
         for node in nodes:
             if node["name"] == "run_agent_step" and models:  # the step asking the model
                 node["model"] = models[0] if len(models) == 1 else models
+            if node["name"] == "call_tool" and tools:  # the step whose units the calls are
+                node["tools"] = list(described["tools"])
     else:
         from flowdbg.adapters.llamaindex._tools import tool_name, tools_of
 

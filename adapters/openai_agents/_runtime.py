@@ -122,6 +122,16 @@ async def _held_by(point: Awaitable[_T], clocks: tuple[HoldClock, ...]) -> _T:
             clock.resume()
 
 
+def _planned(item: Any) -> Any:
+    """A model output item as the model gave it: a function call is copied (its arguments
+    may be edited in place later), any other item is itself."""
+    if getattr(item, "type", None) == "function_call":
+        copy = getattr(item, "model_copy", None)
+        if callable(copy):
+            return copy()
+    return item
+
+
 def _json_args(text: str) -> Any:
     """A tool call's JSON arguments as a value (the text itself when it is not JSON)."""
     if not text:
@@ -261,6 +271,10 @@ class AgentRun:
         self.context: Any = None
         #: a streamed run's ``RunResultStreaming``, once ``run_streamed`` returned it
         self.result: Any = None
+        #: a rerun with recorded calls: its model turns and tool calls ask the record first
+        self.serving = scope.root.calls is not None
+        #: the models of this run, each wrapped once to be served (see _served.py), by id
+        self.models: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ views
 
@@ -371,10 +385,39 @@ class AgentRun:
         self.calls = {c.name: c.arguments for c in calls}
         unit, self.llm_unit = self.llm_unit, None
         if unit is not None:
+            # the calls as the model planned them: an edit of a call's arguments at its tool's
+            # stop changes the planned call object itself (see call_tool), which the record of
+            # this turn (encoded later, by the writer) must not show, nor serve to a rerun
+            output = [_planned(item) for item in output]
             usage = getattr(response, "usage", None)
             await _held(
                 unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
             )
+
+    def recorded_model(self, model: Any) -> Any:
+        """``model`` wrapped so that this rerun's turns are served from the record where they
+        match it (one wrapper per model: the SDK keeps the models a run used, to clean them up
+        when it ends)."""
+        from flowdbg.adapters.openai_agents._served import recorded_model_class
+
+        wrapped = self.models.get(id(model))
+        if wrapped is None:
+            wrapped = self.models[id(model)] = recorded_model_class()(model, self)
+        return wrapped
+
+    def served_turn(self) -> tuple[bool, Any]:
+        """Whether the record serves the model turn about to be made (the llm unit that
+        ``on_llm_start`` opened, with its input as its before point left it), and the recorded
+        output if so. A retry of the same turn asks again and runs live.
+
+        :raises flowdbg.timetravel.Diverged: in a rerun ``until_divergence``, at the first
+            turn that differs from the record (the run then ends at :meth:`failed`, which
+            ends this unit ``terminated``).
+        """
+        unit = self.llm_unit
+        if unit is None:
+            return False, None
+        return unit.recorded(unit.record_value("input"))
 
     # ------------------------------------------------------------------ handoffs
 
@@ -426,7 +469,14 @@ class AgentRun:
                 # the ToolCallItem of the history holds this very object: the edit shows there
                 call.arguments = args
         try:
-            result = await invoke(ctx, args)
+            served = False
+            if self.serving:
+                # a rerun with recorded calls: the recorded result of the same call, without
+                # running the tool (asked here, inside the call's handling, so that a rerun
+                # ending at its first divergence ends this unit, not leaves it running)
+                served, result = unit.recorded(unit.record_value("input"))
+            if not served:
+                result = await invoke(ctx, args)
         except Exception as exc:
             self.reported.add(id(exc))
             await _held(unit.aerror(exc, state=self.state(ctx)))

@@ -323,16 +323,15 @@ def _make_run_streamed(original: Any) -> Any:
 
 def _make_get_model(original: Any) -> Any:
     """The SDK's ``get_model`` (how a turn resolves its model): in a debugged rerun with
-    recorded calls, the model wrapped to serve the record (see :mod:`._served`); in every other
-    run, the model itself."""
+    recorded calls, a model serving the record, which resolves the model only for a turn that
+    runs live (see :mod:`._served`); in every other run, the model itself."""
     from flowdbg.adapters.openai_agents._runtime import ACTIVE
 
     def get_model(agent: Any, run_config: Any) -> Any:
-        model = original(agent, run_config)
         run = ACTIVE.get()
         if run is None or not run.serving or run.scope.root.released:
-            return model
-        return run.recorded_model(model)
+            return original(agent, run_config)
+        return run.recorded_model(agent, run_config, lambda: original(agent, run_config))
 
     get_model.__wrapped__ = original  # type: ignore[attr-defined]
     return get_model

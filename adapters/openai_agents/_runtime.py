@@ -273,8 +273,11 @@ class AgentRun:
         self.result: Any = None
         #: a rerun with recorded calls: its model turns and tool calls ask the record first
         self.serving = scope.root.calls is not None
-        #: the models of this run, each wrapped once to be served (see _served.py), by id
-        self.models: dict[int, Any] = {}
+        #: the models of this rerun's agents, each wrapped once to be served (see _served.py),
+        #: by the agent's and the run config's ids (the wrapper keeps both alive)
+        self.models: dict[tuple[int, int], Any] = {}
+        #: the model turn that asked the record last, and the answer (see served_turn)
+        self.asked: tuple[Unit, bool, Any] | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -394,21 +397,23 @@ class AgentRun:
                 unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
             )
 
-    def recorded_model(self, model: Any) -> Any:
-        """``model`` wrapped so that this rerun's turns are served from the record where they
-        match it (one wrapper per model: the SDK keeps the models a run used, to clean them up
-        when it ends)."""
+    def recorded_model(self, agent: Any, run_config: Any, resolve: Callable[[], Any]) -> Any:
+        """The model of ``agent``'s turns in this rerun: one that serves them from the record
+        where they match it, and asks the model ``resolve()`` makes otherwise (one per agent
+        and config: the SDK keeps the models a run used, to clean them up when it ends)."""
         from flowdbg.adapters.openai_agents._served import recorded_model_class
 
-        wrapped = self.models.get(id(model))
+        key = (id(agent), id(run_config))
+        wrapped = self.models.get(key)
         if wrapped is None:
-            wrapped = self.models[id(model)] = recorded_model_class()(model, self)
+            wrapped = self.models[key] = recorded_model_class()(resolve, self)
         return wrapped
 
     def served_turn(self) -> tuple[bool, Any]:
         """Whether the record serves the model turn about to be made (the llm unit that
         ``on_llm_start`` opened, with its input as its before point left it), and the recorded
-        output if so. A retry of the same turn asks again and runs live.
+        output if so (asked once per turn: the answer is kept for the turn's call, and for its
+        retries, which run live as the turn did when it was not served).
 
         :raises flowdbg.timetravel.Diverged: in a rerun ``until_divergence``, at the first
             turn that differs from the record (the run then ends at :meth:`failed`, which
@@ -417,7 +422,12 @@ class AgentRun:
         unit = self.llm_unit
         if unit is None:
             return False, None
-        return unit.recorded(unit.record_value("input"))
+        asked = self.asked
+        if asked is not None and asked[0] is unit:  # (the turn's prompt cache key asked first)
+            return asked[1], asked[2]
+        served, recorded = unit.recorded(unit.record_value("input"))
+        self.asked = (unit, served, recorded)
+        return served, recorded
 
     # ------------------------------------------------------------------ handoffs
 

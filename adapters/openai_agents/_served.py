@@ -5,8 +5,10 @@ and neither can keep it from being made. So in a rerun with recorded calls the m
 replaced, for that run only: the SDK resolves the model of each turn with ``get_model(agent,
 run_config)`` (run_internal/turn_preparation.py, imported by name into run_loop.py, which calls
 it in ``get_new_response`` and ``run_single_turn_streamed``), and the adapter's patch of that
-name hands a debugged rerun a :class:`RecordedModel` around the model it resolved (one per
-model and run). Every other run gets the model itself, after one check.
+name hands a debugged rerun a ``RecordedModel`` standing for the model it would resolve (one per
+agent and run, which resolves the model only when a turn runs live: a rerun whose turns are
+all served never makes the provider's model, nor needs its credentials). Every other run gets
+the model itself, after one check.
 
 The SDK calls ``on_llm_start`` between resolving the model and calling it, so when
 ``get_response`` or ``stream_response`` is called the turn's llm unit is open, with its input as
@@ -36,7 +38,7 @@ Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -58,27 +60,46 @@ def recorded_model_class() -> type:
         """A model of a rerun with recorded calls: a turn whose input matches the record's is
         answered from the record; any other is passed to the model."""
 
-        def __init__(self, model: Any, run: AgentRun) -> None:
-            self.flowdbg_model = model
+        def __init__(self, resolve: Callable[[], Any], run: AgentRun) -> None:
+            self.flowdbg_resolve = resolve
+            self.flowdbg_resolved: Any = None
             self.flowdbg_run = run
 
+        @property
+        def flowdbg_model(self) -> Any:
+            """The model itself, resolved when first needed: a rerun whose turns are all served
+            never makes it (a provider's model wants its client, and its credentials)."""
+            if self.flowdbg_resolved is None:
+                self.flowdbg_resolved = self.flowdbg_resolve()
+            return self.flowdbg_resolved
+
         def __getattr__(self, name: str) -> Any:
-            # what the SDK reads of a model besides its calls (prompt cache support, names)
+            # what the SDK reads of a model besides its calls
             if name.startswith("flowdbg_"):  # (a copy being made: not set yet)
                 raise AttributeError(name)
             return getattr(self.flowdbg_model, name)
 
+        def _supports_default_prompt_cache_key(self) -> bool:
+            # asked before every turn, once on_llm_start has opened it (run_loop.py,
+            # prompt_cache_key.py): a served turn needs no key, and the model is not made for it
+            served, _ = self.flowdbg_run.served_turn()
+            if served:
+                return False
+            supports = getattr(self.flowdbg_model, "_supports_default_prompt_cache_key", None)
+            return bool(supports()) if callable(supports) else False
+
         def __repr__(self) -> str:
-            return f"<flowdbg recorded calls around {self.flowdbg_model!r}>"
+            return f"<flowdbg recorded calls around {self.flowdbg_resolved!r}>"
 
         def get_retry_advice(self, request: Any) -> Any:
             return self.flowdbg_model.get_retry_advice(request)
 
         async def close(self) -> None:
-            await self.flowdbg_model.close()
+            if self.flowdbg_resolved is not None:
+                await self.flowdbg_resolved.close()
 
         async def _cleanup_on_run_end(self, owner: object) -> None:
-            cleanup = getattr(self.flowdbg_model, "_cleanup_on_run_end", None)
+            cleanup = getattr(self.flowdbg_resolved, "_cleanup_on_run_end", None)
             if cleanup is not None:
                 await cleanup(owner)
 

@@ -337,3 +337,46 @@ def test_a_model_turn_keeps_the_call_it_planned_when_the_call_is_edited(
     assert dbg.flush(WAIT) and dbg.store is not None and run.run_id is not None
     turn = next(s for s in dbg.store.get_steps(run.run_id) if s.kind == "llm")
     assert json.loads(turn.output["output"][0]["arguments"]) == {"order": 1042}
+
+
+def test_a_rerun_whose_turns_are_all_served_never_makes_the_model(
+    dbg: flowdbg.Debugger,
+) -> None:
+    from agents.models.interface import ModelProvider
+
+    class Provider(ModelProvider):
+        """Makes the model an agent names (a provider's model wants its client: credentials,
+        a connection); counts the models made."""
+
+        def __init__(self) -> None:
+            self.made: list[str | None] = []
+            self.model = oa.Scripted(
+                [oa.calls(("shell", {"cmd": "ls"}, "call-1")), *oa.answer(lambda c: "listed")],
+                name="gpt-x",
+            )
+
+        def get_model(self, model_name: str | None) -> Any:
+            self.made.append(model_name)
+            return self.model
+
+    ran: list[str] = []
+
+    @function_tool
+    def shell(cmd: str) -> str:
+        """Run a command."""
+        ran.append(cmd)
+        return "a b"
+
+    agent = Agent(name="agent", model="gpt-x", tools=[shell])
+    provider = Provider()
+    dbg.attach(agent)
+    run = dbg.start(
+        lambda: oa.run_sync(agent, "list", run_config=RunConfig(model_provider=provider))
+    )
+    assert run.result(timeout=WAIT).final_output == "listed"
+    assert dbg.flush(WAIT) and run.run_id is not None
+    assert (provider.made, ran) == (["gpt-x", "gpt-x"], ["ls"])
+    again = dbg.rerun(run.run_id, target=agent, config={"model_provider": provider})
+    assert again.result(timeout=WAIT) == "listed"
+    assert (provider.made, ran) == (["gpt-x", "gpt-x"], ["ls"])  # no model made, no tool run
+    assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)

@@ -10,11 +10,12 @@ agent and run, which resolves the model only when a turn runs live: a rerun whos
 all served never makes the provider's model, nor needs its credentials). Every other run gets
 the model itself, after one check.
 
-The SDK calls ``on_llm_start`` between resolving the model and calling it, so when
-``get_response`` or ``stream_response`` is called the turn's llm unit is open, with its input as
-its before point left it (edits included). The wrapper asks the unit whether the record serves
-it (:meth:`flowdbg.runtime.Unit.recorded`) and either returns the recorded reply rebuilt into
-the SDK's own objects, or calls the model.
+The SDK calls ``on_llm_start`` between resolving the model and calling it, so when it next
+asks the model anything for the turn (whether it takes a prompt cache key, then
+``get_response`` or ``stream_response``) the turn's llm unit is open, with its input as its
+before point left it (edits included). The wrapper asks the unit then whether the record serves
+it (:meth:`flowdbg.runtime.Unit.recorded`, once per turn: see ``AgentRun.served_turn``) and
+either returns the recorded reply rebuilt into the SDK's own objects, or calls the model.
 
 What is rebuilt from the record (an llm unit's output is ``{"output": [items], "usage":
 usage}``, stored as JSON):

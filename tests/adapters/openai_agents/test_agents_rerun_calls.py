@@ -380,3 +380,57 @@ def test_a_rerun_whose_turns_are_all_served_never_makes_the_model(
     assert again.result(timeout=WAIT) == "listed"
     assert (provider.made, ran) == (["gpt-x", "gpt-x"], ["ls"])  # no model made, no tool run
     assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)
+
+
+def test_parallel_calls_and_an_agent_used_as_a_tool_are_served(dbg: flowdbg.Debugger) -> None:
+    ran: list[str] = []
+
+    @function_tool
+    async def first(x: int) -> str:
+        """One of two calls of a turn."""
+        ran.append(f"first {x}")
+        await asyncio.sleep(0)  # the other call starts meanwhile
+        return f"first {x}"
+
+    @function_tool
+    async def second(x: int) -> str:
+        """The other."""
+        ran.append(f"second {x}")
+        return f"second {x}"
+
+    @function_tool
+    def inner(x: int) -> str:
+        """A tool of the agent used as a tool."""
+        ran.append(f"inner {x}")
+        return f"inner {x}"
+
+    helper = oa.agent(
+        "helper",
+        [oa.calls(("inner", {"x": 5}, "call-i")), *oa.answer(lambda call: "helped")] * 3,
+        tools=[inner],
+    )
+
+    def turn(call: Any) -> list[Any]:
+        outputs = oa.outputs(call)
+        if not outputs:
+            return oa.calls(("first", {"x": 1}, "call-1"), ("second", {"x": 2}, "call-2"))
+        if len(outputs) == 2:
+            return oa.calls(("help", {"input": "go"}, "call-3"))
+        return oa.say("; ".join(outputs))
+
+    agent = oa.agent(
+        "main",
+        [ModelStep.respond(turn)] * 6,
+        tools=[first, second, helper.as_tool(tool_name="help", tool_description="Helps.")],
+    )
+    dbg.attach(agent)
+    run = dbg.start(OpenAIAgentsAdapter().invoke, agent, "go")
+    assert run.result(timeout=WAIT) == "first 1; second 2; helped"
+    assert dbg.flush(WAIT) and run.run_id is not None
+    assert sorted(ran) == ["first 1", "inner 5", "second 2"]
+    again = dbg.rerun(run.run_id, target=agent)
+    assert again.result(timeout=WAIT) == "first 1; second 2; helped"
+    assert sorted(ran) == ["first 1", "inner 5", "second 2"]  # nothing ran again
+    assert again.calls is not None
+    # three turns, the two parallel calls and the agent used as a tool (its run not made)
+    assert (again.calls.served, again.calls.live, again.calls.diverged) == (6, 0, [])

@@ -34,6 +34,7 @@ class Shop:
 
     def __init__(self) -> None:
         self.limit = 100  # read by the refunds agent's instructions: "the code" of a rerun
+        self.paid = 150  # what the lookup tool finds: its code
         self.looked_up: list[int] = []
         self.refunded: list[tuple[int, int]] = []
 
@@ -41,7 +42,7 @@ class Shop:
         def lookup(order: int) -> dict[str, Any]:
             """Look an order up."""
             self.looked_up.append(order)
-            return {"order": order, "paid": 150}
+            return {"order": order, "paid": self.paid}
 
         @function_tool
         def refund(order: int, amount: int) -> str:
@@ -222,6 +223,33 @@ def test_a_changed_instruction_diverges_there_and_runs_the_rest_of_that_agent_li
         ("refund", False),
         ("refund-m", False),
     ]
+
+
+def test_a_changed_tool_runs_live_with_llm_only_and_the_turns_it_reaches_run_live(
+    dbg: flowdbg.Debugger, mode: str
+) -> None:
+    shop = Shop()
+    run_id = _record(dbg, shop)
+    shop.paid = 120  # the tool's code changed: served, its recorded result would hide that
+    served = dbg.rerun(run_id, target=shop.triage)
+    assert served.result(timeout=WAIT) == "Done: refunded 100 for order 1042."
+    assert served.calls is not None and served.calls.diverged == []
+    assert shop.looked_up == [1042]
+    # cached_calls="llm": the tool runs live, and the turn receiving its new result is asked
+    again = dbg.rerun(run_id, "llm", target=shop.triage)
+    assert again.result(timeout=WAIT) == "Done: refunded 100 for order 1042."
+    assert shop.looked_up == [1042, 1042]
+    assert again.calls is not None
+    assert (again.calls.served, again.calls.live) == (1, 5)
+    first, then = again.calls.diverged
+    assert (first.branch, first.name, first.reason) == (("triage",), "triage-m", "input")
+    # the tool's new result, as the SDK gives it to the model (str() of what it returned)
+    assert first.input["input"][-1] == {
+        "call_id": "call-1",
+        "output": "{'order': 1042, 'paid': 120}",
+        "type": "function_call_output",
+    }
+    assert (then.branch, then.name) == (("refunds",), "refund-m")
 
 
 def test_until_divergence_ends_the_rerun_at_the_first_differing_turn(

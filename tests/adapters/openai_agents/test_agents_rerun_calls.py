@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ class Shop:
     it within the refund limit its instructions state, then answers: four model turns, two
     tool calls and a handoff. Counts what really ran: model turns asked, tool bodies run."""
 
-    def __init__(self) -> None:
+    def __init__(self, fresh_ids: bool = False) -> None:
+        self.note = "Look orders up, then hand off."  # the triage agent's instructions
         self.limit = 100  # read by the refunds agent's instructions: "the code" of a rerun
         self.paid = 150  # what the lookup tool finds: its code
         self.looked_up: list[int] = []
@@ -51,9 +53,13 @@ class Shop:
             return f"refunded {amount} for order {order}"
 
         def triage_turn(call: Any) -> list[Any]:
-            if not oa.outputs(call):
-                return oa.calls(("lookup", {"order": 1042}, "call-1"))
-            return oa.calls(("transfer_to_refunds", {}, "call-2"))
+            name, args = (
+                ("lookup", {"order": 1042}) if not oa.outputs(call) else ("transfer_to_refunds", {})
+            )
+            if fresh_ids:  # new ids on every call, as a provider's model gives them
+                new = uuid.uuid4().hex[:24]
+                return [oa.function_call(name, args, call_id=f"call_{new}", item_id=f"fc_{new}")]
+            return oa.calls((name, args, "call-1" if name == "lookup" else "call-2"))
 
         def refunds_turn(call: Any) -> list[Any]:
             outputs = oa.outputs(call)
@@ -71,7 +77,11 @@ class Shop:
             tools=[refund],
         )
         self.triage = Agent(
-            name="triage", model=self.triage_model, tools=[lookup], handoffs=[self.refunds]
+            name="triage",
+            instructions=lambda ctx, agent: self.note,
+            model=self.triage_model,
+            tools=[lookup],
+            handoffs=[self.refunds],
         )
 
     def asked(self) -> int:
@@ -250,6 +260,24 @@ def test_a_changed_tool_runs_live_with_llm_only_and_the_turns_it_reaches_run_liv
         "type": "function_call_output",
     }
     assert (then.branch, then.name) == (("refunds",), "refund-m")
+
+
+def test_an_agent_whose_turns_differ_only_in_generated_ids_is_served(
+    dbg: flowdbg.Debugger,
+) -> None:
+    shop = Shop(fresh_ids=True)
+    run_id = _record(dbg, shop)
+    shop.note = "Look orders up first, then hand off."  # triage is asked again, gives new ids
+    again = dbg.rerun(run_id, target=shop.triage)
+    assert again.result(timeout=WAIT) == "Done: refunded 100 for order 1042."
+    # the refunds agent receives the same conversation but for the ids of triage's calls: the
+    # record serves its turns and its refund
+    assert (len(shop.triage_model.calls), len(shop.refunds_model.calls)) == (4, 2)
+    assert (shop.looked_up, shop.refunded) == ([1042, 1042], [(1042, 100)])
+    assert again.calls is not None
+    assert (again.calls.served, again.calls.live) == (3, 3)
+    (first,) = again.calls.diverged
+    assert (first.branch, first.name) == (("triage",), "triage-m")
 
 
 def test_until_divergence_ends_the_rerun_at_the_first_differing_turn(

@@ -236,6 +236,10 @@ def _begin(
         # the state is the agent's name and turn, which nothing changes.)
         scope.values_change_in_place = True
     run = AgentRun(debugger, scope, streamed=streamed, run_config=kwargs.get("run_config"))
+    run.server_history = any(
+        kwargs.get(key)
+        for key in ("previous_response_id", "auto_previous_response_id", "conversation_id")
+    )
     try:
         kwargs["hooks"] = _hooks_class()(run, kwargs.get("hooks"))
         kwargs["run_config"] = run.run_config = compose_run_config(kwargs.get("run_config"), run)

@@ -278,6 +278,9 @@ class AgentRun:
         self.models: dict[tuple[int, int], Any] = {}
         #: the model turn that asked the record last, and the answer (see served_turn)
         self.asked: tuple[Unit, bool, Any] | None = None
+        #: the provider keeps the conversation (previous_response_id, conversation_id): a
+        #: served turn would leave it out of that history, so every turn runs live
+        self.server_history = False
 
     # ------------------------------------------------------------------ views
 
@@ -425,7 +428,7 @@ class AgentRun:
         asked = self.asked
         if asked is not None and asked[0] is unit:  # (the turn's prompt cache key asked first)
             return asked[1], asked[2]
-        served, recorded = unit.recorded(unit.record_value("input"))
+        served, recorded = unit.recorded(unit.record_value("input"), serve=not self.server_history)
         self.asked = (unit, served, recorded)
         return served, recorded
 

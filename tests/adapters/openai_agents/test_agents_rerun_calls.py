@@ -490,3 +490,39 @@ def test_parallel_calls_and_an_agent_used_as_a_tool_are_served(dbg: flowdbg.Debu
     assert again.calls is not None
     # three turns, the two parallel calls and the agent used as a tool (its run not made)
     assert (again.calls.served, again.calls.live, again.calls.diverged) == (6, 0, [])
+
+
+def test_a_run_whose_provider_keeps_the_conversation_asks_its_model_again(
+    dbg: flowdbg.Debugger,
+) -> None:
+    # with previous_response_id chaining the provider keeps the history: a served turn would be
+    # missing from it, so such a run's turns run live (here a run a tool makes)
+    inner = oa.agent("inner", oa.answer(lambda call: "inner says hi", repeat=4))
+
+    @function_tool
+    async def ask(question: str) -> str:
+        """Ask the inner agent."""
+        result = await Runner.run(inner, question, auto_previous_response_id=True)
+        return str(result.final_output)
+
+    outer = oa.agent(
+        "outer",
+        [
+            oa.calls(("ask", {"question": "hi?"}, "call-1")),
+            *oa.answer(lambda call: oa.outputs(call)[-1], 3),
+        ],
+        tools=[ask],
+    )
+    dbg.attach(outer)
+    run = dbg.start(OpenAIAgentsAdapter().invoke, outer, "go")
+    assert run.result(timeout=WAIT) == "inner says hi"
+    assert dbg.flush(WAIT) and run.run_id is not None
+    inner_model, outer_model = inner.model, outer.model
+    assert isinstance(inner_model, oa.Scripted) and isinstance(outer_model, oa.Scripted)
+    assert (len(inner_model.calls), len(outer_model.calls)) == (1, 2)
+    again = dbg.rerun(run.run_id, "llm", target=outer)  # the tool runs: its run is made again
+    assert again.result(timeout=WAIT) == "inner says hi"
+    assert (len(inner_model.calls), len(outer_model.calls)) == (2, 2)
+    assert again.calls is not None
+    assert (again.calls.served, again.calls.live) == (2, 2)  # outer's turns served
+    assert again.calls.diverged == []  # the inner turn matched the record, and ran all the same

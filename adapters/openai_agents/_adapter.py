@@ -236,6 +236,10 @@ def _begin(
         # the state is the agent's name and turn, which nothing changes.)
         scope.values_change_in_place = True
     run = AgentRun(debugger, scope, streamed=streamed, run_config=kwargs.get("run_config"))
+    run.server_history = any(
+        kwargs.get(key)
+        for key in ("previous_response_id", "auto_previous_response_id", "conversation_id")
+    )
     try:
         kwargs["hooks"] = _hooks_class()(run, kwargs.get("hooks"))
         kwargs["run_config"] = run.run_config = compose_run_config(kwargs.get("run_config"), run)
@@ -321,13 +325,35 @@ def _make_run_streamed(original: Any) -> Any:
     return run_streamed
 
 
+def _make_get_model(original: Any) -> Any:
+    """The SDK's ``get_model`` (how a turn resolves its model): in a debugged rerun with
+    recorded calls, a model serving the record, which resolves the model only for a turn that
+    runs live (see :mod:`._served`); in every other run, the model itself."""
+    from flowdbg.adapters.openai_agents._runtime import ACTIVE
+
+    def get_model(agent: Any, run_config: Any) -> Any:
+        run = ACTIVE.get()
+        if run is None or not run.serving or run.scope.root.released:
+            return original(agent, run_config)
+        return run.recorded_model(agent, run_config, lambda: original(agent, run_config))
+
+    get_model.__wrapped__ = original  # type: ignore[attr-defined]
+    return get_model
+
+
 def _patch_runner() -> list[Patch]:
     from agents.run import AgentRunner
+    from agents.run_internal import run_loop
 
-    return [
+    patches = [
         patch(AgentRunner, "run", lambda original: _make_run(original)),
         patch(AgentRunner, "run_streamed", lambda original: _make_run_streamed(original)),
     ]
+    # the turns of a run resolve their model through this name (run_loop.py imports it from
+    # turn_preparation.py): a rerun serves recorded model turns through it
+    if callable(getattr(run_loop, "get_model", None)):
+        patches.append(patch(run_loop, "get_model", lambda original: _make_get_model(original)))
+    return patches
 
 
 class OpenAIAgentsAdapter(Adapter):
@@ -352,6 +378,7 @@ class OpenAIAgentsAdapter(Adapter):
             Capability.TOOL_ARG_EDITING,
             Capability.LLM_CALLS,
             Capability.HANDOFFS,
+            Capability.CACHED_CALLS,
         }
     )
 

@@ -122,6 +122,16 @@ async def _held_by(point: Awaitable[_T], clocks: tuple[HoldClock, ...]) -> _T:
             clock.resume()
 
 
+def _planned(item: Any) -> Any:
+    """A model output item as the model gave it: a function call is copied (its arguments
+    may be edited in place later), any other item is itself."""
+    if getattr(item, "type", None) == "function_call":
+        copy = getattr(item, "model_copy", None)
+        if callable(copy):
+            return copy()
+    return item
+
+
 def _json_args(text: str) -> Any:
     """A tool call's JSON arguments as a value (the text itself when it is not JSON)."""
     if not text:
@@ -261,6 +271,16 @@ class AgentRun:
         self.context: Any = None
         #: a streamed run's ``RunResultStreaming``, once ``run_streamed`` returned it
         self.result: Any = None
+        #: a rerun with recorded calls: its model turns and tool calls ask the record first
+        self.serving = scope.root.calls is not None
+        #: the models of this rerun's agents, each wrapped once to be served (see _served.py),
+        #: by the agent's and the run config's ids (the wrapper keeps both alive)
+        self.models: dict[tuple[int, int], Any] = {}
+        #: the model turn that asked the record last, and the answer (see served_turn)
+        self.asked: tuple[Unit, bool, Any] | None = None
+        #: the provider keeps the conversation (previous_response_id, conversation_id): a
+        #: served turn would leave it out of that history, so every turn runs live
+        self.server_history = False
 
     # ------------------------------------------------------------------ views
 
@@ -371,10 +391,46 @@ class AgentRun:
         self.calls = {c.name: c.arguments for c in calls}
         unit, self.llm_unit = self.llm_unit, None
         if unit is not None:
+            # the calls as the model planned them: an edit of a call's arguments at its tool's
+            # stop changes the planned call object itself (see call_tool), which the record of
+            # this turn (encoded later, by the writer) must not show, nor serve to a rerun
+            output = [_planned(item) for item in output]
             usage = getattr(response, "usage", None)
             await _held(
                 unit.aafter(output={"output": output, "usage": usage}, state=self.state(context))
             )
+
+    def recorded_model(self, agent: Any, run_config: Any, resolve: Callable[[], Any]) -> Any:
+        """The model of ``agent``'s turns in this rerun: one that serves them from the record
+        where they match it, and asks the model ``resolve()`` makes otherwise (one per agent
+        and config: the SDK keeps the models a run used, to clean them up when it ends)."""
+        from flowdbg.adapters.openai_agents._served import recorded_model_class
+
+        key = (id(agent), id(run_config))
+        wrapped = self.models.get(key)
+        if wrapped is None:
+            wrapped = self.models[key] = recorded_model_class()(resolve, self)
+        return wrapped
+
+    def served_turn(self) -> tuple[bool, Any]:
+        """Whether the record serves the model turn about to be made (the llm unit that
+        ``on_llm_start`` opened, with its input as its before point left it), and the recorded
+        output if so (asked once per turn: the answer is kept for the turn's call, and for its
+        retries, which run live as the turn did when it was not served).
+
+        :raises flowdbg.timetravel.Diverged: in a rerun ``until_divergence``, at the first
+            turn that differs from the record (the run then ends at :meth:`failed`, which
+            ends this unit ``terminated``).
+        """
+        unit = self.llm_unit
+        if unit is None:
+            return False, None
+        asked = self.asked
+        if asked is not None and asked[0] is unit:  # (the turn's prompt cache key asked first)
+            return asked[1], asked[2]
+        served, recorded = unit.recorded(unit.record_value("input"), serve=not self.server_history)
+        self.asked = (unit, served, recorded)
+        return served, recorded
 
     # ------------------------------------------------------------------ handoffs
 
@@ -426,7 +482,14 @@ class AgentRun:
                 # the ToolCallItem of the history holds this very object: the edit shows there
                 call.arguments = args
         try:
-            result = await invoke(ctx, args)
+            served = False
+            if self.serving:
+                # a rerun with recorded calls: the recorded result of the same call, without
+                # running the tool (asked here, inside the call's handling, so that a rerun
+                # ending at its first divergence ends this unit, not leaves it running)
+                served, result = unit.recorded(unit.record_value("input"))
+            if not served:
+                result = await invoke(ctx, args)
         except Exception as exc:
             self.reported.add(id(exc))
             await _held(unit.aerror(exc, state=self.state(ctx)))

@@ -12,7 +12,8 @@ message ids, run ids, tool-call ids, timestamps. A diff that reported them would
     a key ``id``, ``*_id``, ``*-id`` or ``*Id`` (``run_id``, ``tool_call_id``, ``runId``) whose two
     values are both generated identifiers: text holding a UUID, 32 hex digits, or a provider's
     prefixed token (``run-…``, ``lc_run--…``, ``call_…``, ``toolu_…``, ``chatcmpl-…``, ``msg_…``,
-    ``resp_…``, ``req_…``, at least 8 characters after the prefix);
+    ``resp_…``, ``req_…``, and the Responses API's function call and reasoning items' ``fc_…``,
+    ``rs_…``, at least 8 characters after the prefix);
 ``timestamp``
     a key ``timestamp``, ``ts``, ``time``, ``date``, ``created``, or ending in ``_at``, ``_time``,
     ``_ts``, ``_date`` or ``_timestamp`` (``created_at``) whose two values are both times: ISO 8601
@@ -47,7 +48,7 @@ _IGNORED = "<ignored>"
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 _HEX32 = re.compile(r"[0-9a-f]{32}", re.I)
-_TOKEN = re.compile(r"(?:run|lc_run|call|toolu|chatcmpl|msg|resp|req)[-_]+[A-Za-z0-9_-]{8,}")
+_TOKEN = re.compile(r"(?:run|lc_run|call|toolu|chatcmpl|msg|resp|req|fc|rs)[-_]+[A-Za-z0-9_-]{8,}")
 _ISO = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?", re.I
 )

@@ -7,11 +7,14 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
 from flowdbg.adapter import AdapterInfo, Capability
+
+if TYPE_CHECKING:
+    from flowdbg.debugger import Debugger, RunHandle
 
 __all__ = ["EXPECTED", "SCENARIO_CAPABILITIES", "AdapterFixtures", "Placement", "Scenario"]
 
@@ -206,6 +209,32 @@ class AdapterFixtures(abc.ABC):
     #: (capability ``cached_calls``): a call the adapter only observes (a LangGraph node
     #: calling a tool itself) runs live in its place
     served_call_kinds: ClassVar[frozenset[str]] = frozenset({"llm", "tool"})
+    #: the kinds of the tools scenario's model and tool calls, in the order it makes them (an
+    #: agent SDK asks its model again after each tool call, and at the agent it hands off to)
+    tools_call_kinds: ClassVar[tuple[str, ...]] = ("llm", "tool", "tool")
+    #: where the rerun suite changes the tools scenario's question (``q``) to ``"trains"``
+    #: before its first model call: a breakpoint before units named ``[0]`` of kind ``[1]``
+    #: (``None``: :attr:`unit_kind`), and the path set at its first stop. By default the
+    #: agent's own input; an agent SDK whose agents receive a conversation no edit reaches
+    #: changes the user message at the first model turn instead
+    tools_question: ClassVar[tuple[str, str | None, str]] = ("agent", None, "q")
+
+    def rerun_config(self, scn: Scenario) -> Mapping[str, Any] | None:
+        """The config a rerun of the recorded tools scenario is given (``dbg.rerun(config=)``).
+        A rerun runs the target through its adapter (``Adapter.invoke``) with the recorded
+        input and the config the run was started with, which a run started from Python (the
+        scenario's entry point) has not recorded: give here what that entry point gives the
+        framework besides the input (an OpenAI agent's run context). ``None`` by default."""
+        return None
+
+    def rerun_result(
+        self, dbg: Debugger, scn: Scenario, rerun: RunHandle, timeout: float
+    ) -> dict[str, Any]:
+        """The tools scenario's result, as :attr:`Scenario.normalize` gives it, of a rerun
+        (whose result is what ``Adapter.invoke`` returns, not what the scenario's entry point
+        does: an OpenAI agent's final output, where the scenario reads the run context),
+        waiting at most ``timeout`` seconds."""
+        return scn.normalize(rerun.result(timeout))
 
     @abc.abstractmethod
     def build_linear(self) -> Scenario:

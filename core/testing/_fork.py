@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any
 
 import pytest
@@ -169,24 +170,26 @@ class AbstractForkTests(SuiteBase):
 
 class AbstractRerunTests(SuiteBase):
     """:meth:`flowdbg.Debugger.rerun` on the tools scenario (a model call, then two tool calls,
-    in one unit): an unchanged rerun serves every call it can from the record
-    (:attr:`AdapterFixtures.served_call_kinds`) and ends as the run did; a change before the
-    first call makes it and every later call of its unit run live."""
+    in one unit; :attr:`AdapterFixtures.tools_call_kinds`): an unchanged rerun serves every
+    call it can from the record (:attr:`AdapterFixtures.served_call_kinds`) and ends as the run
+    did; a change before the first call makes it and every later call of its unit run live
+    (and those of every unit its changed outcome reaches)."""
 
-    def _record(self, dbg: flowdbg.Debugger, scn: Scenario) -> tuple[str, list[Any]]:
+    def _record_calls(self, dbg: flowdbg.Debugger, scn: Scenario) -> tuple[str, list[Any]]:
         run = self.launch(dbg, scn)
         assert self.finish(run, scn) == dict(EXPECTED["tools"])
         assert dbg.flush(WAIT) and run.run_id is not None
         store = dbg.store
         assert store is not None
         calls = [s for s in store.get_steps(run.run_id) if s.kind in ("llm", "tool")]
-        assert [s.kind for s in calls] == ["llm", "tool", "tool"]
+        assert [s.kind for s in calls] == list(self.tools_call_kinds)
         return run.run_id, calls
 
     def _rerun(
         self, dbg: flowdbg.Debugger, scn: Scenario, run_id: str, cached_calls: str = "all"
     ) -> flowdbg.RunHandle:
-        rerun = dbg.rerun(run_id, cached_calls, target=scn.target)
+        config = self.rerun_config(scn)
+        rerun = dbg.rerun(run_id, cached_calls, target=scn.target, config=config)
         self._harness.handles.append(rerun)
         return rerun
 
@@ -195,9 +198,9 @@ class AbstractRerunTests(SuiteBase):
         self, dbg: flowdbg.Debugger
     ) -> None:
         scn = self.scenario("tools")
-        run_id, calls = self._record(dbg, scn)
+        run_id, calls = self._record_calls(dbg, scn)
         rerun = self._rerun(dbg, scn, run_id)
-        assert scn.normalize(rerun.result(WAIT)) == dict(EXPECTED["tools"])
+        assert self.rerun_result(dbg, scn, rerun, WAIT) == dict(EXPECTED["tools"])
         servable = [s for s in calls if s.kind in self.served_call_kinds]
         assert rerun.calls is not None
         assert (rerun.calls.served, rerun.calls.live) == (
@@ -225,27 +228,35 @@ class AbstractRerunTests(SuiteBase):
         self, dbg: flowdbg.Debugger
     ) -> None:
         scn = self.scenario("tools")
-        run_id, calls = self._record(dbg, scn)
-        dbg.break_before("agent", kind=self.unit_kind)
+        run_id, calls = self._record_calls(dbg, scn)
+        unit, kind, path = self.tools_question
+        dbg.break_before(unit, kind=kind or self.unit_kind)
         rerun = self._rerun(dbg, scn, run_id)
         stop = self.wait_stop(dbg)
-        self.assert_at(stop, "agent", "before")
-        dbg.set("q", "trains")  # what the model is asked changes
+        where = stop.location
+        assert (where.kind, where.position) == (kind or self.unit_kind, "before")
+        assert fnmatch.fnmatchcase(where.node, unit)
+        dbg.set(path, "trains")  # what the model is asked changes
         dbg.clear()
         dbg.resume()
-        result = scn.normalize(rerun.result(WAIT))
+        result = self.rerun_result(dbg, scn, rerun, WAIT)
         assert result["found"] == "results for trains"
         assert rerun.calls is not None
         assert (rerun.calls.served, rerun.calls.live) == (0, len(calls))
-        (first,) = rerun.calls.diverged
+        # the first call of each branch departs (the question reaches every later call); the
+        # first of them all is the first model call
+        first, *others = rerun.calls.diverged
         assert (first.kind, first.reason, first.recorded_step) == ("llm", "input", calls[0].step)
+        branches = {tuple(s.path) for s in calls}
+        assert len(others) == len(branches) - 1
+        assert {first.branch, *(o.branch for o in others)} == branches
 
     @requires(Capability.CACHED_CALLS, Capability.TOOL_CALLS, Capability.LLM_CALLS)
     def test_cached_calls_names_the_kinds_served(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("tools")
-        run_id, calls = self._record(dbg, scn)
+        run_id, calls = self._record_calls(dbg, scn)
         rerun = self._rerun(dbg, scn, run_id, "tool")
-        assert scn.normalize(rerun.result(WAIT)) == dict(EXPECTED["tools"])
+        assert self.rerun_result(dbg, scn, rerun, WAIT) == dict(EXPECTED["tools"])
         served = [s for s in calls if s.kind == "tool" and "tool" in self.served_call_kinds]
         assert rerun.calls is not None
         assert (rerun.calls.served, rerun.calls.live) == (len(served), len(calls) - len(served))

@@ -25,6 +25,7 @@ from agents import Agent, AgentHooks, RunContextWrapper, Runner, function_tool, 
 from agents.testing import ModelStep, assistant_message, function_call
 from pydantic import BaseModel
 
+import flowdbg
 from flowdbg.testing import ALL_SUITES, AdapterFixtures, Placement, Scenario
 
 #: Longest a slow tool waits for release() before giving up on its own.
@@ -242,6 +243,26 @@ class OpenAIAgentsFixtures(AdapterFixtures):
             ),
         }
     )
+
+    # the tools scenario's calls: the agent's model turn before each tool call and before the
+    # handoff, then the turn of the agent it hands off to
+    tools_call_kinds = ("llm", "tool", "llm", "tool", "llm", "llm")
+    # an agent receives the conversation the SDK built, which no edit reaches: the question is
+    # changed in the user message its first model turn receives
+    tools_question = ("*", "llm", "input[0].content")
+
+    def rerun_config(self, scn: Scenario) -> dict[str, Any]:
+        # the scenario's entry point gives the run its state as the run context
+        return {"context": dict(scn.input)}
+
+    def rerun_result(
+        self, dbg: flowdbg.Debugger, scn: Scenario, rerun: flowdbg.RunHandle, timeout: float
+    ) -> dict[str, Any]:
+        # a rerun's result is the final output; the scenario's result is the run context, which
+        # the record keeps as the state after the last step
+        assert rerun.result(timeout) == "finished"
+        assert dbg.flush(timeout) and dbg.store is not None and rerun.run_id is not None
+        return dict(dbg.store.get_state(rerun.run_id))
 
     def placement(self, scenario: str) -> Placement:
         if scenario in ("tools", "handoff"):  # the agents' own scenarios: agents are the units
@@ -493,24 +514,26 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 context.context["finished"] = True
 
         done = Agent(name="done", model=oa.Scripted([oa.say("finished")] * 3), hooks=Finish())
-        ids = itertools.count(1)
 
         def respond(call: Any) -> list[Any]:
+            # the same reply to the same input, call ids too (a rerun whose model turns run
+            # live gets the calls the record has)
             items = [i for i in call.input if isinstance(i, dict)]
             said = [i for i in items if i.get("role") == "assistant" or i.get("type") == "message"]
             outputs = oa.outputs(call)
+            call_id = f"call-{len(outputs) + 1}"
             if not outputs:
                 q = str(items[-1].get("content"))
                 return [
                     assistant_message("search, then clean up"),
-                    function_call("search", {"query": q}, call_id=f"call-{next(ids)}"),
+                    function_call("search", {"query": q}, call_id=call_id),
                 ]
             if len(outputs) == 1:
                 cmd = {"cmd": "rm -rf /tmp/cache"}
-                return [function_call("shell", cmd, call_id=f"call-{next(ids)}")]
+                return [function_call("shell", cmd, call_id=call_id)]
             reply = _text(said[0]) if said else ""
             findings = {"reply": reply, "found": outputs[0], "ran": outputs[1]}
-            return [function_call("transfer_to_done", findings, call_id=f"call-{next(ids)}")]
+            return [function_call("transfer_to_done", findings, call_id=call_id)]
 
         agent = Agent(
             name="agent",

@@ -119,7 +119,8 @@ def test_an_agents_tools_are_nodes_that_take_a_tool_breakpoint(
     expect(tool).to_have_attribute("data-state", "done")
     expect(tool.locator(".hits")).to_have_text("×1")  # noqa: RUF001
     shot("tool-done")
-    # the record: this adapter can neither fork nor serve recorded calls; the buttons say so
+    # the record: this adapter cannot fork (the button says so), and reruns serving recorded
+    # calls
     page.get_by_role("tab", name="Record").click()
     rows = page.locator("#rec-runs tbody tr")
     expect(rows).to_have_count(1)
@@ -128,13 +129,14 @@ def test_an_agents_tools_are_nodes_that_take_a_tool_breakpoint(
     rerun = page.get_by_role("button", name="Rerun with recorded calls")
     expect(fork).to_be_disabled()
     expect(fork).to_have_attribute(
-        "title",
-        "the openai_agents adapter cannot fork a run: start a run with its input from the toolbar",
+        "title", "the openai_agents adapter cannot fork a run: rerun it instead"
     )
-    expect(rerun).to_be_disabled()
-    expect(rerun).to_have_attribute(
-        "title",
-        "the openai_agents adapter cannot serve recorded model and tool calls in a rerun: start "
-        "a run with its input instead",
-    )
+    expect(rerun).to_be_enabled()
+    rerun.click()  # no breakpoint left: it runs to its end, every model turn and call served
+    expect(page.locator("#rec-travel-note")).to_contain_text("rerun")
+    made = page.locator("#rec-made-list li")
+    expect(made).to_have_count(1)
+    expect(made).to_contain_text("rerun")
+    expect(made).to_contain_text("completed, 4 served from the record")
+    shot("rerun-served")
     assert not ui.errors, ui.errors

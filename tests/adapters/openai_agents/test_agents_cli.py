@@ -222,9 +222,24 @@ def test_a_rerun_departs_where_an_edited_tool_made_the_agent_answer_otherwise() 
         input="set amount = 50\nc\n",
     )
     (first,) = json.loads(flowdbg("runs", "ls", "--json").stdout)["data"]["runs"]
-    refused = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "all", code=1).output
-    assert "cannot serve recorded calls" in refused
-    assert "(flowdbg runs rerun --cached-calls none)" in refused
+    out = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "all").stdout
+    flat = " ".join(out.split())
+    # both model turns before the refund are served; the refund the model asks for is the
+    # one it asked for (1999), not the one edited at the stop (50): the tool runs live there
+    assert "recorded calls served: all" in flat
+    assert "calls served from the record: 2, run live:" in flat, out
+    assert "in refunds: tool 'refund' ran live (input differs from step 6 of the record)" in flat
+    assert '"Done: refunded 1999 EUR for order 1042."' in flat
+    (again,) = [
+        r
+        for r in json.loads(flowdbg("runs", "ls", "--json").stdout)["data"]["runs"]
+        if r["origin"] == "rerun"
+    ]
+    shown = flowdbg("runs", "show", again["run_id"][:8], "--view", "steps").stdout
+    assert shown.count("completed, cached") == 2
+    # without --cached-calls it serves all, as the adapter can
+    out = flowdbg("runs", "rerun", first["run_id"][:8]).stdout
+    assert "recorded calls served: all" in " ".join(out.split())
     out = flowdbg("runs", "rerun", first["run_id"][:8], "--cached-calls", "none").stdout
     flat = " ".join(out.split())
     # the rerun's tool is not edited: the agent answers otherwise, which the states (the

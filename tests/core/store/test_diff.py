@@ -301,6 +301,8 @@ def test_a_real_difference_is_found_beside_ignored_ids(store: SQLiteStore) -> No
         ("id", "run-1f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e7f-0",
          "lc_run--9f0c7a52-9d3e-4b7a-8c1e-2a3b4c5d6e70", "generated id"),
         ("tool_call_id", "call_Ab3dE5fG7hI9", "call_Zz9yX8wV7uT6", "generated id"),
+        ("id", "fc_68ccd2bf17f0819081ff3bb2", "fc_68ccd2c04a2c8190a1f2e9d1", "generated id"),
+        ("id", "rs_68ccd2bf17f0819081ff3bb2", "rs_68ccd2c04a2c8190a1f2e9d1", "generated id"),
         ("traceId", "0af7651916cd43dd8448eb211c80319c", "1bf7651916cd43dd8448eb211c80319c",
          "generated id"),
         ("created_at", "2024-05-01T10:00:00Z", "2024-05-02T11:30:00.123+02:00", "timestamp"),

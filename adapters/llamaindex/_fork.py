@@ -118,7 +118,10 @@ def fork_problems(store: Store, run: RunRecord, steps: Sequence[StepRecord]) -> 
     )
     for _, starting, _, s in points:
         if starting:
-            if s.started_at >= first_end:
+            # (an invocation given the events ctx.collect_events gathered takes no new one:
+            # its input is the list of them)
+            collected = isinstance(valued.get(s.step, s).input, list)
+            if s.started_at >= first_end and not collected:
                 pending -= 1
             waiting.pop(s.node, None)
             if pending < 0 and uncertain is None:

@@ -90,6 +90,31 @@ class ForkPoint:
     #: 0 of a run started afresh (a LlamaIndex step's ``{step: event type}``)
     decision: Any = None
 
+    def with_output(self, output: Any) -> ForkPoint:
+        """This point with ``output`` as what the step returned, the ``output:`` edits of
+        :attr:`edits` applied to a copy of it: for an adapter that finds what a fork started
+        from in a record other than the step's (the fork's own first units, for step 0 of a
+        fork of a fork whose output was edited).
+
+        :raises ForkError: when an edit does not fit ``output``.
+        """
+        import dataclasses
+
+        from flowdbg.errors import PathError
+
+        output = copy.deepcopy(output)
+        for path, value in self.edits.items():
+            view, inner = split_view(path)
+            if view != "output":
+                continue
+            try:
+                output = set_path({} if output is None else output, inner, value, what="output")
+            except PathError as exc:
+                raise ForkError(
+                    f"cannot apply the edit {path!r} to the output the fork started from: {exc}"
+                ) from exc
+        return dataclasses.replace(self, output=output)
+
 
 #: ``problems(store, run, steps)``: the steps of ``run`` an adapter cannot fork from, beyond
 #: the core's rules, each with the reason (:meth:`flowdbg.Adapter.fork_problems`)

@@ -146,7 +146,13 @@ def fork_problems(store: Store, run: RunRecord, steps: Sequence[StepRecord]) -> 
         if s.step in refused or s.status != "completed":
             continue
         why = None
-        if not _events_of(record.output):
+        decided = record.decision if isinstance(record.decision, Mapping) else {}
+        if _events_of(record.output) and not decided:
+            why = (
+                f"step {s.step} ({s.node}) emitted events no step accepts: a fork after it "
+                "would run nothing"
+            )
+        elif not _events_of(record.output):
             why = (
                 f"step {s.step} ({s.node}) emitted no event (it returned None, or kept its "
                 "event for ctx.collect_events): a fork after it would run nothing"
@@ -240,8 +246,6 @@ def _received(target: Any, point: ForkPoint, recorded: list[Any]) -> list[Any]:
     its first steps received them (edits made to the events when it was forked are not in the
     record of the step it started after, which ``recorded`` is); ``recorded`` where the run
     has no such steps."""
-    from flowdbg._paths import set_path, split_view
-
     store = _store_of(target)
     decision = point.decision if isinstance(point.decision, Mapping) else {}
     if store is None or not recorded or len(set(decision.values())) != 1:
@@ -256,13 +260,9 @@ def _received(target: Any, point: ForkPoint, recorded: list[Any]) -> list[Any]:
     if len(first) != len(recorded) or not all(isinstance(s.input, Mapping) for s in first):
         return recorded
     events: Any = [dict(s.input) for s in first]
-    shape = point.output
-    view: Any = events if isinstance(shape, list) else events[0]
-    for path, value in point.edits.items():  # the fork's own edits of them, again
-        which, inner = split_view(path)
-        if which == "output":
-            view = set_path(view, inner, value, what="output")
-    return _events_of(view)
+    view = events if isinstance(point.output, list) else events[0]
+    # the edits of this fork that name the events, again
+    return _events_of(point.with_output(view).output)
 
 
 def _events(workflow: Any, point: ForkPoint) -> list[Any]:
@@ -278,6 +278,8 @@ def _events(workflow: Any, point: ForkPoint) -> list[Any]:
     classes = _event_classes(workflow)
     where = f"step {point.step} ({point.node})"
     wf = _workflow_name(workflow)
+    if recorded and not names:
+        raise ForkError(f"the events {where} emitted went to no step: there is nothing to run")
     events = []
     for index, fields in enumerate(recorded):
         if not isinstance(fields, Mapping):

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
 
     from flowdbg.debugger import Debugger
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
     from flowdbg.timetravel import ForkPoint
 
 __all__ = ["NOT_RESUMING", "Adapter", "AdapterInfo", "Capability", "Demo", "RunOptions"]
@@ -405,6 +407,30 @@ class Adapter(abc.ABC):
                 f"adapter {self.name!r} cannot fork runs (no capability 'fork'); rerun the "
                 "target with its input instead"
             )
+
+    #: the views of a step, besides its state, that the edits of a fork may name
+    #: (``"output:text"``): those :meth:`fork` starts from (``"output"``,
+    #: :attr:`flowdbg.timetravel.ForkPoint.output`, for a framework whose next steps start from
+    #: what the step returned); other views are refused before anything runs
+    fork_views: ClassVar[frozenset[str]] = frozenset()
+
+    def fork_problems(
+        self, store: Store, run: RunRecord, steps: Sequence[StepRecord]
+    ) -> Mapping[int, str]:
+        """The steps of a recorded run of this adapter that a fork cannot start after, beyond
+        what the core refuses for every framework (calls inside a node, parallel branches of
+        a superstep, steps that did not complete), each with the reason: for a framework
+        whose record tells more about when its state was one the run really had (events in
+        flight between steps, say). :func:`flowdbg.timetravel.plan_fork` asks it, and leaves
+        these steps out of the forkable ones it names. The default refuses none.
+
+        :param store: the store holding the run (for values the adapter needs).
+        :param run: the top-level run.
+        :param steps: its steps, without values (``store.get_steps(run_id, values=False)``).
+        :returns: step number -> why it cannot be forked from (one clause, such as "it ran
+            beside steps 3, 4").
+        """
+        return {}
 
     def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
         """Run ``target`` once in this thread, starting from ``point``: its state

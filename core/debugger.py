@@ -1073,7 +1073,15 @@ class Debugger:
         from flowdbg.timetravel import plan_fork
 
         run, target, ref, adapter = self._made_from_run(run_id, target, Capability.FORK)
-        point = plan_fork(self._recording_store(flush=False), run.run_id, step, edits)
+        store = self._recording_store(flush=False)
+        point = plan_fork(
+            store,
+            run.run_id,
+            step,
+            edits,
+            problems=adapter.fork_problems,
+            views=sorted(adapter.fork_views),
+        )
         adapter.check_fork(target, point)
         return point, target, ref, adapter
 
@@ -1561,7 +1569,14 @@ class Debugger:
                 f"the record of run {short} is not written yet (the writer is behind); try again"
             )
         try:
-            point = plan_fork(store, root.run_id, step, edits)
+            point = plan_fork(
+                store,
+                root.run_id,
+                step,
+                edits,
+                problems=adapter.fork_problems,
+                views=sorted(adapter.fork_views),
+            )
             adapter.check_fork(root.target, point)
         except ForkError as exc:
             raise ForkError(f"cannot rewind: {exc}") from None

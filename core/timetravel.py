@@ -16,11 +16,11 @@ calls served from the record while they match it (:class:`RecordedCalls`,
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flowdbg._paths import set_path
+from flowdbg._paths import set_path, split_view
 from flowdbg.errors import FlowdbgError, Terminated
 
 if TYPE_CHECKING:
@@ -83,6 +83,42 @@ class ForkPoint:
     superstep: int | None = None
     #: the edits applied to :attr:`state`, path -> value
     edits: Mapping[str, Any] = field(default_factory=dict)
+    #: what the step returned, as recorded (``None`` for step 0 of a run started afresh): an
+    #: event-driven framework starts its next steps from it (a LlamaIndex step's events)
+    output: Any = None
+    #: the step's decision as recorded (:attr:`next` is its list of nodes), ``None`` for step
+    #: 0 of a run started afresh (a LlamaIndex step's ``{step: event type}``)
+    decision: Any = None
+
+    def with_output(self, output: Any) -> ForkPoint:
+        """This point with ``output`` as what the step returned, the ``output:`` edits of
+        :attr:`edits` applied to a copy of it: for an adapter that finds what a fork started
+        from in a record other than the step's (the fork's own first units, for step 0 of a
+        fork of a fork whose output was edited).
+
+        :raises ForkError: when an edit does not fit ``output``.
+        """
+        import dataclasses
+
+        from flowdbg.errors import PathError
+
+        output = copy.deepcopy(output)
+        for path, value in self.edits.items():
+            view, inner = split_view(path)
+            if view != "output":
+                continue
+            try:
+                output = set_path({} if output is None else output, inner, value, what="output")
+            except PathError as exc:
+                raise ForkError(
+                    f"cannot apply the edit {path!r} to the output the fork started from: {exc}"
+                ) from exc
+        return dataclasses.replace(self, output=output)
+
+
+#: ``problems(store, run, steps)``: the steps of ``run`` an adapter cannot fork from, beyond
+#: the core's rules, each with the reason (:meth:`flowdbg.Adapter.fork_problems`)
+Problems = Callable[["Store", "RunRecord", Sequence["StepRecord"]], Mapping[int, str]]
 
 
 def _top_level(run: RunRecord, step: StepRecord) -> bool:
@@ -97,6 +133,8 @@ def _next_nodes(step: StepRecord) -> tuple[str, ...] | None:
         return ()
     if isinstance(decision, str):
         decision = [decision]
+    elif isinstance(decision, Mapping):  # {node: what it was given} (a LlamaIndex step's)
+        decision = list(decision)
     if not isinstance(decision, Sequence) or not all(isinstance(d, str) for d in decision):
         return None
     return tuple(dict.fromkeys(d for d in decision if d not in END_NAMES))
@@ -155,11 +193,9 @@ def _problem(
     return None
 
 
-def _started_after(
-    store: Store, run: RunRecord
-) -> tuple[Any, tuple[str, ...] | None, str | None, int | None]:
-    """Where a fork (or rewind) of another run started: its input, and the next nodes, node and
-    superstep of the step of its source it started after."""
+def _started_after(store: Store, run: RunRecord) -> StepRecord:
+    """Where a fork (or rewind) of another run started: the step of its source it started
+    after (its input is the state it started from)."""
     short = run.run_id[:8]
     source = run.forked_from or ""
     try:
@@ -171,17 +207,25 @@ def _started_after(
             f"run {short} started after step {run.fork_step} of run {source[:8]}, which the "
             f"store no longer has; fork run {short} after one of its own steps instead"
         )
-    chosen = found[0]
-    return run.input, _next_nodes(chosen), chosen.node, chosen.superstep
+    return found[0]
 
 
-def forkable_steps(run: RunRecord, steps: Sequence[StepRecord]) -> list[int]:
+def forkable_steps(
+    run: RunRecord, steps: Sequence[StepRecord], refused: Mapping[int, str] | None = None
+) -> list[int]:
     """The steps of ``run`` a fork can start after (``0``: from its input), in order.
 
     :param steps: the run's steps (values are not needed).
+    :param refused: steps the run's adapter cannot fork from besides (see
+        :meth:`flowdbg.Adapter.fork_problems`), step -> reason.
     """
     groups = _supersteps(run, steps)
-    return [0] + [s.step for i, s in enumerate(steps) if _problem(run, steps, i, groups) is None]
+    refused = refused or {}
+    return [0] + [
+        s.step
+        for i, s in enumerate(steps)
+        if s.step not in refused and _problem(run, steps, i, groups) is None
+    ]
 
 
 def _redacted_paths(value: Any) -> list[str]:
@@ -225,7 +269,13 @@ def _listing(numbers: Sequence[int]) -> str:
 
 
 def plan_fork(
-    store: Store, run_id: str, step: int, edits: Mapping[str, Any] | None = None
+    store: Store,
+    run_id: str,
+    step: int,
+    edits: Mapping[str, Any] | None = None,
+    *,
+    problems: Problems | None = None,
+    views: Sequence[str] = (),
 ) -> ForkPoint:
     """Read where a fork of ``run_id`` after ``step`` starts, with ``edits`` applied.
 
@@ -234,6 +284,11 @@ def plan_fork(
     :param step: the step to start after (``0``: from the run's input).
     :param edits: path -> new value, paths as ``dbg.set`` takes them (``messages[-1].content``),
         applied in order to a copy of the recorded state.
+    :param problems: the steps the run's adapter cannot fork from besides the core's rules
+        (:meth:`flowdbg.Adapter.fork_problems`), asked only for a step the core accepts.
+    :param views: the views besides the state that edits may name (``"output"``: what the
+        step returned, :attr:`ForkPoint.output`), as the adapter starts from them
+        (:attr:`flowdbg.Adapter.fork_views`); an edit naming another view is refused.
     :raises flowdbg.store.RunNotFound: for an unknown run.
     :raises ForkError: for a nested run, or a step that is unknown or cannot be forked from
         (the message names the steps that can), or an edit whose path does not fit the state.
@@ -253,35 +308,56 @@ def plan_fork(
     if step == 0 and run.origin in ("fork", "rewind") and run.fork_step:
         # its input is the state it started from, after a step of its source: it goes on from
         # there as that step's node went on (not from the graph's entry)
-        state, next_nodes, node, superstep = _started_after(store, run)
+        chosen = _started_after(store, run)
+        state, next_nodes, node = run.input, _next_nodes(chosen), chosen.node
+        superstep, output, decision = chosen.superstep, chosen.output, chosen.decision
     elif step == 0:
         state, next_nodes, node, superstep = run.input, None, None, None
+        output = decision = None
     else:
+
+        def forkable() -> str:
+            refused = {} if problems is None else problems(store, run, steps)
+            return _listing(forkable_steps(run, steps, refused))
+
         found = [i for i, s in enumerate(steps) if s.step == step]
         if not found:
             last = steps[-1].step if steps else 0
             raise ForkError(
                 f"run {short} has no step {step} (its steps are 1..{last}); it can be forked "
-                f"after steps {_listing(forkable_steps(run, steps))}"
+                f"after steps {forkable()}"
             )
         problem = _problem(run, steps, found[0])
+        if problem is None and problems is not None:
+            problem = problems(store, run, steps).get(step)
         if problem is not None:
             raise ForkError(
                 f"cannot fork run {short} after step {step}: {problem}; it can be forked after "
-                f"steps {_listing(forkable_steps(run, steps))}"
+                f"steps {forkable()}"
             )
-        chosen = steps[found[0]]
+        chosen = store.get_steps(run.run_id, from_step=step, to_step=step)[0]  # with values
         state = store.get_state(run.run_id, step)
         next_nodes, node, superstep = _next_nodes(chosen), chosen.node, chosen.superstep
-    state = copy.deepcopy(state)
+        output, decision = chosen.output, chosen.decision
+    state, output = copy.deepcopy(state), copy.deepcopy(output)
     applied: dict[str, Any] = {}
     for path, value in (edits or {}).items():
+        view, inner = split_view(path) if isinstance(path, str) else (None, path)
+        if view not in (None, "state", *views):
+            known = ", ".join(f"'{v}:'" for v in ("state", *views))
+            raise ForkError(
+                f"the edit {path!r} names the view {view!r}, which a fork of a {run.framework} "
+                f"run cannot edit: edit the state (a path alone, or {known})"
+            )
         try:
-            state = set_path({} if state is None else state, path, value)
+            if view == "output":
+                output = set_path({} if output is None else output, inner, value, what="output")
+            else:
+                state = set_path({} if state is None else state, inner, value)
         except PathError as exc:
             raise ForkError(
-                f"cannot apply the edit {path!r} to the state after step {step} of run "
-                f"{short}: {exc}"
+                f"cannot apply the edit {path!r} to the {view or 'state'} after step {step} of "
+                f"run {short}: {exc}"
             ) from exc
         applied[path] = value
     return ForkPoint(
@@ -292,6 +368,8 @@ def plan_fork(
         node=node,
         superstep=superstep,
         edits=applied,
+        output=output,
+        decision=decision,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
@@ -11,6 +12,9 @@ from flowdbg.patching import LOCK
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
+    from flowdbg.timetravel import ForkPoint
 
 __all__ = ["LlamaIndexAdapter"]
 
@@ -96,6 +100,9 @@ class LlamaIndexAdapter(Adapter):
             # a rerun serves the model calls and the tool calls a step makes itself from the
             # record (an agent's call_tool step runs live: its result is an event it makes)
             Capability.CACHED_CALLS,
+            # a fork starts a run of the current workflow from the recorded store and the
+            # events the step emitted (a serialized context with pending deliveries: _fork.py)
+            Capability.FORK,
         }
     )
 
@@ -228,6 +235,35 @@ class LlamaIndexAdapter(Adapter):
 
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         return asyncio.run(self.ainvoke(target, input, options))
+
+    # -- forks (see _fork.py): the recorded store and the step's events, in a new context --
+
+    # an edit may name the events the step emitted (output:text), which the fork starts from
+    fork_views = frozenset({"output"})
+
+    def fork_problems(
+        self, store: Store, run: RunRecord, steps: Sequence[StepRecord]
+    ) -> Mapping[int, str]:
+        from flowdbg.adapters.llamaindex import _fork
+
+        return _fork.fork_problems(store, run, steps)
+
+    def check_fork(self, target: Any, point: ForkPoint) -> None:
+        from flowdbg.adapters.llamaindex import _fork
+
+        super().check_fork(target, point)
+        _fork.check_fork(target, point)
+
+    async def afork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        from flowdbg.adapters.llamaindex import _fork
+
+        self.check_fork(target, point)
+        if options is not None:
+            self.check_run(target, options)
+        return await _fork.afork(target, point, options)
+
+    def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        return asyncio.run(self.afork(target, point, options))
 
     def demo(self) -> Demo:
         from flowdbg.adapters.llamaindex._demo import DEMO

@@ -35,7 +35,7 @@ class AbstractForkTests(SuiteBase):
         step: int,
         edits: dict[str, Any] | None = None,
     ) -> flowdbg.RunHandle:
-        fork = dbg.fork(run_id, step, edits, target=scn.target)
+        fork = dbg.fork(run_id, step, edits and self.fork_edits(edits), target=scn.target)
         self._harness.handles.append(fork)
         return fork
 
@@ -44,7 +44,10 @@ class AbstractForkTests(SuiteBase):
 
         store = dbg.store
         assert store is not None
-        return forkable_steps(store.get_run(run_id), store.get_steps(run_id, values=False))
+        run, steps = store.get_run(run_id), store.get_steps(run_id, values=False)
+        adapter = self.adapter_info().adapter
+        refused = {} if adapter is None else adapter.fork_problems(store, run, steps)
+        return forkable_steps(run, steps, refused)
 
     @requires(Capability.FORK)
     @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from types import MappingProxyType
 from typing import Annotated, Any
 
 import pytest
@@ -52,7 +53,7 @@ SLOW_LIMIT = 10.0
 
 
 class Done(StopEvent):
-    """The last step's update, as the run's result."""
+    """The last step's update, as the run's result; its ``result`` is the final store."""
 
 
 def fields(event: Any) -> dict[str, Any]:
@@ -76,9 +77,21 @@ async def received(ctx: Context, event: Event) -> dict[str, Any]:
 
 
 async def wrote(ctx: Context, kind: type[Event], **values: Any) -> Any:
-    """Write a step's update to the store and return it as an event of ``kind``."""
+    """Write a step's update to the store and return it as an event of ``kind``; the last
+    event (a stop event) carries the whole store besides, so that the workflow's own result
+    (a fork's) is the scenario's result too (as its ``result``, not among its update's keys)."""
     await commit(ctx, values)
+    if issubclass(kind, Done):
+        return kind(result=(await ctx.store.get_state()).to_dict(), **values)
     return kind(**values)
+
+
+def _normalized(result: Any) -> dict[str, Any]:
+    """A run's result as the scenario's: the final store with the last update (what
+    :func:`_arun` gives, or what the workflow's own result, a fork's, carries)."""
+    if isinstance(result, Done):
+        return {**(result.result or {}), **fields(result)}
+    return fields(result) if isinstance(result, Event) else dict(result)
 
 
 async def _arun(wf: Workflow, input: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +111,7 @@ def _scenario(wf: Workflow, input: dict[str, Any], **extra: Any) -> Scenario:
         run=lambda s: asyncio.run(_arun(wf, s)),
         arun=lambda s: _arun(wf, s),
         input=input,
+        normalize=_normalized,
         **extra,
     )
 
@@ -404,7 +418,10 @@ class LlamaIndexFixtures(AdapterFixtures):
         scn = _scenario(parallel(effects), {"items": []}, effects=effects)
         # the join collects the branches' events in the order they arrive, which depends on
         # which branch a test resumes first: the canonical result lists the items sorted
-        scn.normalize = lambda result: {**result, "items": sorted(result["items"])}
+        scn.normalize = lambda result: {
+            **_normalized(result),
+            "items": sorted(_normalized(result)["items"]),
+        }
         return scn
 
     def build_nested(self) -> Scenario:
@@ -425,6 +442,11 @@ class LlamaIndexFixtures(AdapterFixtures):
         # gives the workflow's own result, that last event, which carries the same keys
         scn.normalize = lambda result: fields(result) if isinstance(result, Event) else result
         return scn
+
+    def fork_edits(self, edits: dict[str, Any]) -> dict[str, Any]:
+        # the state after a step is the store and the update its event carries to the next
+        # step (see the module's docstring): a canonical edit names both
+        return {**edits, **{f"output:{path}": value for path, value in edits.items()}}
 
     def reply_text(self, output: Any) -> Any:
         return getattr(output, "content", output)  # an llm unit's output is the reply message
@@ -499,7 +521,15 @@ class TestLlamaIndexRecording(LlamaIndexFixtures, AbstractRecordingTests):
 
 
 class TestLlamaIndexFork(LlamaIndexFixtures, AbstractForkTests):
-    pass
+    excluded = MappingProxyType(
+        {
+            "test_an_edit_of_what_a_router_reads_changes_the_route": (
+                "a step routes in its own code, by the type of the event it returns: a fork "
+                "after it goes on with that event (edits change the store and the event's "
+                "fields, not its type)"
+            ),
+        }
+    )
 
 
 class TestLlamaIndexRerun(LlamaIndexFixtures, AbstractRerunTests):

@@ -44,13 +44,13 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
     expect(lanes).to_have_count(2)
     expect(lanes.nth(1)).to_contain_text("∥2")
 
-    # the adapter cannot rewind: the button is disabled, and says why
+    # the adapter cannot rewind: the button is disabled, and points at a fork
     rewind = page.locator("#rewind-go")
     expect(rewind).to_be_disabled()
     expect(rewind).to_have_attribute(
         "title",
-        "the llamaindex adapter cannot rewind a run: set a breakpoint where you want to look "
-        "and run it again",
+        "the llamaindex adapter cannot rewind a run: fork the run from the Record tab once it "
+        "has ended",
     )
     expect(page.locator("#rewind-note")).to_contain_text("cannot rewind")
     shot("held-on-two-workers")
@@ -66,18 +66,15 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
         expect(lanes.nth(i).locator('.block[data-unit="square"]')).to_have_count(1)
     shot("lanes-after-the-run")
 
-    # the record: Fork disabled with the reason (a rerun is what this adapter offers); one run
-    # cannot be diffed
+    # the record: Fork and Rerun offered (the adapter forks from a step's store and events);
+    # one run cannot be diffed
     page.get_by_role("tab", name="Record").click()
     rows = page.locator("#rec-runs tbody tr")
     expect(rows).to_have_count(1)
     rows.first.click()
     fork = page.get_by_role("button", name="Fork after this step")
     rerun = page.get_by_role("button", name="Rerun with recorded calls")
-    expect(fork).to_be_disabled()
-    expect(fork).to_have_attribute(
-        "title", "the llamaindex adapter cannot fork a run: rerun it instead"
-    )
+    expect(fork).to_be_enabled()
     expect(rerun).to_be_enabled()
     diff = page.get_by_role("button", name="Diff")
     expect(diff).to_be_disabled()

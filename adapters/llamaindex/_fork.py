@@ -157,7 +157,7 @@ def fork_problems(store: Store, run: RunRecord, steps: Sequence[StepRecord]) -> 
                 f"step {s.step} ({s.node}) emitted no event (it returned None, or kept its "
                 "event for ctx.collect_events): a fork after it would run nothing"
             )
-        elif uncertain is not None:
+        elif uncertain is not None and not _explained_after(s, record, own, valued, end):
             why = (
                 f"the record cannot tell how many events reached which step from step "
                 f"{uncertain.step} ({uncertain.node}) on, so whether events were still in "
@@ -185,6 +185,35 @@ def fork_problems(store: Store, run: RunRecord, steps: Sequence[StepRecord]) -> 
         if why is not None:
             refused[s.step] = why
     return refused
+
+
+def _explained_after(
+    step: StepRecord,
+    record: StepRecord,
+    own: Sequence[StepRecord],
+    valued: Mapping[int, StepRecord],
+    end: Any,
+) -> bool:
+    """Whether every step that started after ``step`` ended received what ``step`` emitted, or
+    what those steps emitted in turn: then nothing emitted before it was still on its way, even
+    where counting events cannot tell (LlamaIndex runs a ``collect_events`` step again for
+    events it already buffered, so invocations outnumber events). A step that started later
+    for another reason refuses."""
+    done = end(step)
+    later = sorted((o for o in own if o.started_at >= done), key=lambda o: o.started_at)
+    if not later:
+        return True
+    reached = {name for name in _targets(record)}
+    for o in later:
+        if o.node not in reached:
+            return False
+        reached |= _targets(valued.get(o.step, o))
+    return True
+
+
+def _targets(step: StepRecord) -> set[str]:
+    decision = step.decision if isinstance(step.decision, Mapping) else {}
+    return {name for name in decision if name != END}
 
 
 # -- starting the fork -------------------------------------------------------------------------

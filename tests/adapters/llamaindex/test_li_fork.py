@@ -206,6 +206,58 @@ def test_a_fork_at_a_concurrent_worker_is_refused_naming_the_forkable_steps(
     assert "emitted no event" in refused[idle]
 
 
+
+class Gathered(Event):
+    numbers: list[int]
+
+
+class FanThenReport(Workflow):
+    """Fan-out, a ``collect_events`` fan-in, then one more step: LlamaIndex may run the fan-in
+    again for events it already buffered, so its invocations outnumber the events."""
+
+    @step
+    async def fan(self, ctx: Context, ev: StartEvent) -> Work:
+        await ctx.store.set("items", 3)
+        for item in range(3):
+            ctx.send_event(Work(item=item))
+        return None  # type: ignore[return-value]
+
+    @step(num_workers=3)
+    async def work(self, ev: Work) -> Result:
+        await asyncio.sleep(0.001 * (3 - ev.item))
+        return Result(value=ev.item * 10)
+
+    @step
+    async def gather(self, ctx: Context, ev: Result) -> Gathered | None:
+        results = ctx.collect_events(ev, [Result] * await ctx.store.get("items"))
+        if results is None:
+            return None
+        return Gathered(numbers=sorted(r.value for r in results))
+
+    @step
+    async def report(self, ev: Gathered) -> StopEvent:
+        return StopEvent(result=f"{len(ev.numbers)} values, sum {sum(ev.numbers)}")
+
+
+def test_the_step_a_fan_in_releases_its_events_from_can_be_forked_with_an_edit(
+    rec: flowdbg.Debugger,
+) -> None:
+    wf = FanThenReport(timeout=10)
+    rec.attach(wf)
+    handle = rec.start(plain, wf)
+    assert handle.result(timeout=WAIT) == "3 values, sum 30"
+    assert rec.flush(WAIT) and handle.run_id is not None
+    store = rec.store
+    assert store is not None
+    steps = store.get_steps(handle.run_id)
+    # the fan-in invocation that emitted the gathered event: everything after it descends
+    # from that event, so nothing else was in flight, however many times the fan-in ran
+    released = next(s.step for s in steps if s.node == "gather" and s.output)
+    fork = rec.fork(handle.run_id, released, {"output:numbers": [1, 2]}, target=wf)
+    assert fork.result(timeout=WAIT) == "2 values, sum 3"
+    assert rec.flush(WAIT) and fork.run_id is not None
+    assert [s.node for s in store.get_steps(fork.run_id)] == ["report"]
+
 class Counts(BaseModel):
     count: int = 0
     label: str = ""

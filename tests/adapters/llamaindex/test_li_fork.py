@@ -206,7 +206,6 @@ def test_a_fork_at_a_concurrent_worker_is_refused_naming_the_forkable_steps(
     assert "emitted no event" in refused[idle]
 
 
-
 class Gathered(Event):
     numbers: list[int]
 
@@ -257,6 +256,7 @@ def test_the_step_a_fan_in_releases_its_events_from_can_be_forked_with_an_edit(
     assert fork.result(timeout=WAIT) == "2 values, sum 3"
     assert rec.flush(WAIT) and fork.run_id is not None
     assert [s.node for s in store.get_steps(fork.run_id)] == ["report"]
+
 
 class Counts(BaseModel):
     count: int = 0

@@ -494,6 +494,9 @@ class Session:
         self._at: str | None = None
         #: stops the user has been told are open (at a stop shown, or by the stops command)
         self._told_open: set[str] = set()
+        #: stops that were open when a command (c, s, n, r...) last let the selected one go
+        #: on: the prompt moving to one of them is no stop of that command's
+        self._open_at_resume: set[str] = set()
         #: what ``display`` shows at every stop, in order
         self._displays: list[str] = []
         self._last = ""
@@ -561,9 +564,14 @@ class Session:
                 return Outcome.ENDED
             if stop.id not in self._shown or stop.id != self._at:
                 intro = None
-                if self._at is not None and stop.id != self._at and stop.id in self._told_open:
+                if (
+                    self._at is not None
+                    and stop.id != self._at
+                    and (stop.id in self._told_open or stop.id in self._open_at_resume)
+                ):
                     # another branch was held all along (parallel stops): the prompt moves to
-                    # it, which must not pass unsaid (shown before, it would not even be shown)
+                    # it, which must not pass unsaid (shown before, it would not even be shown;
+                    # after a step, it would read as where the step stopped)
                     intro = f"{self._at} went on; now at {stop.id}, which was open already:"
                 self.show_stop(stop, intro=intro)
                 if self._shared is not None and self._shared.reading and self.source.interactive:
@@ -588,7 +596,11 @@ class Session:
                 line = self._last
             else:
                 self._last = line
+            # taken before the command: a stop opening after it resumed may be its own
+            open_now = {s.id for s in self.dbg.stops}
             nxt = self.onecmd(line)
+            if nxt is _Next.RESUMED:
+                self._open_at_resume = open_now - {stop.id}
             if nxt is _Next.QUIT:
                 self._terminate()
                 return Outcome.QUIT

@@ -753,7 +753,8 @@ def _replay_events(
             pending.append((step.started_at or 0.0, 0, order, step, "before"))
             order += 1
             if step.ended_at is not None:
-                end = "error" if step.status == "failed" else "after"
+                # a terminated unit did not end by itself: say so, as runs show does
+                end = {"failed": "error", "terminated": "terminated"}.get(step.status, "after")
                 pending.append((step.ended_at, 1, order, step, end))
                 order += 1
     pending.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -774,7 +775,7 @@ def _replay_events(
         if kind != "before":
             event["duration"] = step.duration
             event["decision"] = jsonable(step.decision)
-        if kind == "error":
+        if kind in ("error", "terminated"):
             event["error"] = error_dict(step.error)
         events.append(event)
     return events
@@ -826,6 +827,8 @@ def runs_replay(
     out = Out()
     out.line(f"replaying run {short_id(run.run_id)} ({run.name}): {len(events)} events")
     previous = 0.0
+    # "terminated" is wider than the other events: the column widens only when one is there
+    width = max((len(event["event"]) for event in events), default=6)
     for event in events:
         if timed:
             gap = (event["offset"] - previous) / speed
@@ -833,15 +836,17 @@ def runs_replay(
                 time.sleep(gap)
         previous = event["offset"]
         indent = "  " * len(event["path"])
-        head = f"+{event['offset']:8.3f}s  {indent}{event['event']:<6}  {event['kind']} "
+        head = f"+{event['offset']:8.3f}s  {indent}{event['event']:<{width}}  {event['kind']} "
         head += f"{event['node']!r} (step {event['step']})"
-        if event["event"] == "after":
+        if event["event"] in ("after", "terminated"):
             head += f" {duration(event.get('duration'))}"
-            if event.get("decision") is not None:
+            # a terminated unit's decision was never followed
+            if event["event"] == "after" and event.get("decision") is not None:
                 head += f" -> {preview(event['decision'], 60)}"
-        elif event["event"] == "error" and event.get("error"):
+        if event["event"] != "before" and event.get("error"):
             head += f" {event['error']['type']}: {event['error']['message']}"
-        out.line(head, style="red" if event["event"] == "error" else None)
+        styles = {"error": "red", "terminated": _STATUS_STYLE["terminated"]}
+        out.line(head, style=styles.get(event["event"]))
 
 
 @runs_group.command("prune", context_settings=_CONTEXT)

@@ -900,10 +900,25 @@ class Session:
             for number, shown in enumerate(self._displays, 1):
                 self.out.line(f"{number}: {shown}")
             return
-        value = self._value_of(what)  # a bad path or expression is refused now, not later
+        missing: PathError | None = None
+        try:
+            shown = short_repr(self._value_of(what), 100)
+        except PathError as exc:
+            view, rest = split_view(what)
+            # a malformed path or a bad expression is refused now, not shown broken at every
+            # stop; a path that leads nowhere yet stays, as gdb keeps a display that does not
+            # evaluate (and as watch accepts it): the key may appear at a later stop
+            parse_path((rest if view is not None else what).strip())
+            missing, shown = exc, f"<{exc}>"
         if what not in self._displays:  # (displayed once however often it is asked for)
             self._displays.append(what)
-        self.out.line(f"{self._displays.index(what) + 1}: {what} = {short_repr(value, 100)}")
+        self.out.line(f"{self._displays.index(what) + 1}: {what} = {shown}")
+        if missing is not None:
+            self.out.line(
+                f"note: {what!r} does not resolve at {self._selected().id} now; it stays "
+                "displayed and shows its value at the stops where it does",
+                style="yellow",
+            )
 
     def do_undisplay(self, arg: str) -> None:
         if not arg.strip():

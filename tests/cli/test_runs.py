@@ -173,6 +173,23 @@ def test_show_json(run_cli: Cli, recorded: dict[str, str]) -> None:
     assert "raise ValueError" in step["error"]["traceback"]
 
 
+def test_node_in_the_path_form_of_a_unit_inside_another(
+    run_cli: Cli, graphs: Path, db: Path
+) -> None:
+    run_id = record_graph_runs(graphs, db, [("tools", "tools", {"q": "cats"})])["tools"]
+    # runs show writes the tool as agent/search (--json: path ['agent']), stops name it so
+    for command in ("show", "steps"):
+        out = run_cli("runs", command, run_id, "--node", "agent/search").stdout
+        assert "search" in out and "'agent'" not in out and not re.search(r"^1\s", out, re.M)
+    data = run_cli.json("runs", "show", run_id, "--node", "agent/search", command="runs show")
+    assert [(s["path"], s["node"]) for s in data["steps"]] == [(["agent"], "search")]
+    line = run_cli.error("runs", "show", run_id, "--node", "other/search")
+    assert line == (
+        f"error: run {run_id[:8]} has no step of node 'other/search'; its nodes: agent, "
+        "agent/search"
+    )
+
+
 def test_unknown_run_and_node(run_cli: Cli, recorded: dict[str, str]) -> None:
     line = run_cli.error("runs", "show", "zzzz")
     assert re.fullmatch(

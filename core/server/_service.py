@@ -20,7 +20,13 @@ from flowdbg._redact import redact_text
 from flowdbg._values import summarize
 from flowdbg._views import run_dict, runs_diff_dict, step_dict
 from flowdbg.breakpoints import CALL_KINDS_REMEDY
-from flowdbg.errors import BreakpointError, FlowdbgError, PathError, StopNotFound
+from flowdbg.errors import (
+    BreakpointError,
+    FlowdbgError,
+    PathError,
+    RunOptionError,
+    StopNotFound,
+)
 
 from . import _protocol as p
 from ._events import EventJournal
@@ -313,9 +319,12 @@ class Service:
         # context in place (an OpenAI agent's), which must not carry into the next run
         config = copy.deepcopy(self.default_config) if req.config is None else req.config
         options = RunOptions(config=config)
-        self.adapter.check_run(self.target, options)
         value = {} if req.input is None else req.input
-        self.adapter.check_input(self.target, value)  # refused before anything runs
+        try:
+            self.adapter.check_run(self.target, options)
+            self.adapter.check_input(self.target, value)  # refused before anything runs
+        except RunOptionError as exc:  # named as the request's fields, not as --config
+            raise exc.as_request_field() from None
         adapter = self.adapter
         run = adapter.ainvoke if adapter.is_async(self.target) else adapter.invoke
         handle = self.dbg.start(run, self.target, value, options)

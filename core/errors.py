@@ -136,7 +136,9 @@ def refuse_unknown_arguments(what: str, given: Iterable[Any], known: Collection[
     """
     for name in given:
         if name not in known:
-            listed = ", ".join(str(k) for k in known) or "none"
+            if not known:
+                raise EditRefused(f"{what} takes no arguments, so it has no {name!r} to set")
+            listed = ", ".join(str(k) for k in known)
             raise EditRefused(f"{what} takes no argument {name!r}; its arguments are {listed}")
 
 

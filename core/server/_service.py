@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
-from flowdbg._redact import redact_text
+from flowdbg._redact import DEFAULT_REDACT, redact, redact_text
 from flowdbg._values import summarize
 from flowdbg._views import run_dict, runs_diff_dict, step_dict
 from flowdbg.breakpoints import CALL_KINDS_REMEDY
@@ -197,11 +197,18 @@ class Service:
             graph = dict(self.dbg.describe(self.target))
         except NotImplementedError:
             graph = {}
+        config = None
+        if self.default_config is not None:
+            # redacted by the rules the store records a run's config with (the same keys)
+            store = self.dbg.store
+            keys = DEFAULT_REDACT if store is None else getattr(store, "_redact", DEFAULT_REDACT)
+            config = jsonable(redact(self.default_config, keys))
         return p.TargetInfo(
             target=self.target_name or "",
             adapter=self.adapter.name,
             graph=jsonable(graph),
             example_input=jsonable(self.example_input),
+            default_config=config,
             capabilities=sorted(c.value for c in self.adapter.capabilities),
         )
 

@@ -455,3 +455,13 @@ def test_a_refused_config_or_input_names_the_request_field(dbg: flowdbg.Debugger
     message = wrong.json()["error"]["message"]
     assert message.startswith("input: a LlamaIndex workflow starts from keyword arguments")
     assert "--" not in config.json()["error"]["message"] + message
+
+
+def test_target_shows_the_config_of_a_run_started_without_one(server: Any, client: Any) -> None:
+    assert client.get("/target").json()["default_config"] is None  # served without --config
+    # as flowdbg serve --config sets it
+    server.service.default_config = {"context": {"user": "ann", "api_key": "sk-0123456789abcdef"}}
+    shown = client.get("/target").json()["default_config"]
+    assert shown == {"context": {"user": "ann", "api_key": "[REDACTED]"}}  # as it is recorded
+    assert client.get("/").json()["target"]["default_config"] == shown
+    assert server.service.default_config["context"]["api_key"] == "sk-0123456789abcdef"

@@ -308,7 +308,7 @@ class RunLog:
         4 nodes in 1.2s, 0 errors, slowest classify (820ms)``.
 
         The slowest is the node (or call) of the longest single unit, with its time; one that
-        ran several times adds its count and their time summed (``slowest lookup (930ms; 2×,
+        ran several times adds its count and their time summed (``slowest lookup (930ms; 2\u00d7,
         1.8s summed)``), which for units that ran at once can exceed the run's.
 
         Units of another kind than ``node`` (tool and model calls made inside a node) are counted
@@ -782,9 +782,7 @@ def _summary(run: RunRecord, steps: list[StepRecord], children: list[RunLog]) ->
         summed = ""
         if slowest.count > 1:
             summed = f"; {slowest.count}\u00d7, {format_duration(slowest.total)} summed"
-        parts.append(
-            f"slowest {_clip(name, _NODE_WIDTH)} ({format_duration(slowest.max)}{summed})"
-        )
+        parts.append(f"slowest {_clip(name, _NODE_WIDTH)} ({format_duration(slowest.max)}{summed})")
     if children:
         text = _plural(len(children), "child run")
         failed = sum(child.run.status == "failed" for child in children)

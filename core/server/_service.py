@@ -330,8 +330,8 @@ class Service:
         try:
             self.adapter.check_run(self.target, options)
             self.adapter.check_input(self.target, value)  # refused before anything runs
-        except RunOptionError as exc:  # named as the request's fields, not as --config
-            raise exc.as_request_field() from None
+        except RunOptionError as refused:  # named as the request's fields, not as --config
+            raise refused.as_request_field() from None
         adapter = self.adapter
         run = adapter.ainvoke if adapter.is_async(self.target) else adapter.invoke
         handle = self.dbg.start(run, self.target, value, options)

@@ -535,7 +535,8 @@ def test_replay_shows_a_terminated_unit_as_terminated(run_cli: Cli, graphs: Path
     assert events[1].startswith("after       node 'alpha' (step 1)")
     assert events[2].startswith("before      node 'beta' (step 2)")
     assert re.fullmatch(
-        r"terminated  node 'beta' \(step 2\) \S+ Terminated: the run was terminated by the debugger",
+        r"terminated  node 'beta' \(step 2\) \S+ "
+        r"Terminated: the run was terminated by the debugger",
         events[3],
     )
     data = run_cli.json("runs", "replay", run_id, command="runs replay")

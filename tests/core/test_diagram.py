@@ -18,9 +18,7 @@ from flowdbg.cli._demo import build_graph
 
 Edges = set[tuple[str, str, str, str]]
 
-_MERMAID_NODE = re.compile(
-    r'^\s*(n\d+)(?:\[\[|\(\[|\[|\{\{|\{)"(.*)"(?:\]\]|\]\)|\]|\}\}|\})$'
-)
+_MERMAID_NODE = re.compile(r'^\s*(n\d+)(?:\[\[|\(\[|\[|\{\{|\{)"(.*)"(?:\]\]|\]\)|\]|\}\}|\})$')
 _MERMAID_BOX = re.compile(r'^\s*subgraph (n\d+)\["(.*)"\]$')
 _MERMAID_EDGE = re.compile(r'^\s*(n\d+) (-->|-\.->)(?:\|"(.*)"\|)? (n\d+)$')
 
@@ -205,7 +203,7 @@ def test_the_tools_a_target_holds_and_a_steps_model_are_drawn() -> None:
         "tools": [{"name": "add"}, {"name": "boom"}],
     }
     mermaid = to_mermaid(description)
-    labels, edges = mermaid_edges(mermaid)
+    _, edges = mermaid_edges(mermaid)
     assert ("run_agent_step", "MockLLM", "dashed", "model") in edges
     assert re.search(r'^  n\d+\{\{"MockLLM"\}\}$', mermaid, flags=re.M)  # a hexagon
     box = re.search(r'^  subgraph (n\d+)\["tools"\]\n((?:    .*\n)+)  end$', mermaid, flags=re.M)

@@ -3,8 +3,10 @@
 An adapter's ``describe()`` gives ``{"name", "entry", "nodes", "edges", "conditional_edges", ...}``
 (see :class:`flowdbg.schemas.Graph`). :func:`to_mermaid` and :func:`to_dot` draw it: fixed edges
 solid, conditional edges dashed and labelled with their router, a node's subgraph as a box
-holding the nested graph, an ``@entrypoint``'s tasks as dotted calls. Node names are only ever
-labels: every drawn node gets a generated id, so any name (``end``, quotes, spaces) is safe.
+holding the nested graph, an ``@entrypoint``'s tasks as dotted calls, an agent's tools and model
+beside it; the tools a target holds that no node lists (a LlamaIndex workflow's) in a box of
+their own. Node names are only ever labels: every drawn node gets a generated id, so any name
+(``end``, quotes, spaces) is safe.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ _SHOWN = {_START: "START", _END: "END"}
 class _Node:
     id: str
     label: str
-    shape: str  # "node", "terminal", "task" (a node's task or tool), "any"
+    shape: str  # "node", "terminal", "task" (a node's task or tool), "model", "any"
     #: the nested graph this node runs, drawn as a box around its nodes
     inner: _Graph | None = None
 
@@ -100,6 +102,16 @@ class _Layout:
                 tool_id = self.new_id()
                 graph.nodes.append(_Node(tool_id, tool, "task"))
                 graph.edges.append(_Edge(this, tool_id, "dotted", "tool"))
+            for model in model_names(node):  # the model its turns ask (the text lists it)
+                model_id = self.new_id()
+                graph.nodes.append(_Node(model_id, model, "model"))
+                graph.edges.append(_Edge(this, model_id, "dotted", "model"))
+        held = held_tools(description)
+        if held:
+            # tools the target holds and its nodes call, no node saying which: in a box of
+            # their own rather than joined to a node they may not belong to
+            box = _Graph(nodes=[_Node(self.new_id(), tool, "task") for tool in held])
+            graph.nodes.append(_Node(self.new_id(), "tools", "node", inner=box))
         if entry and not has_start:
             for name in entry:
                 graph.edges.append(_Edge(node_id(_START), node_id(name), "solid"))
@@ -131,6 +143,26 @@ def tool_names(node: Any) -> list[str]:
     ]
 
 
+def model_names(node: Any) -> list[str]:
+    """The model (or models) a node of a description names as its ``model``."""
+    if not isinstance(node, Mapping):
+        return []
+    model = node.get("model")
+    if not model:
+        return []
+    return [str(model)] if isinstance(model, str) else [str(m) for m in model]
+
+
+def held_tools(description: Mapping[str, Any]) -> list[str]:
+    """The tools a description lists for the whole target (``tools`` beside its nodes) when
+    none of its nodes lists tools of its own: what a LlamaIndex workflow holds and its steps
+    call."""
+    listed = description.get("tools")
+    if not listed or any(tool_names(node) for node in description.get("nodes") or ()):
+        return []
+    return tool_names({"tools": listed})
+
+
 def _walk(graph: _Graph) -> Iterator[_Node]:
     for node in graph.nodes:
         yield node
@@ -152,6 +184,7 @@ _MERMAID_SHAPES = {
     "node": '["{}"]',
     "terminal": '(["{}"])',
     "task": '[["{}"]]',
+    "model": '{{{{"{}"}}}}',
     "any": '{{"{}"}}',
 }
 _MERMAID_ARROWS = {"solid": "-->", "dashed": "-.->", "dotted": "-.->"}
@@ -201,6 +234,7 @@ _DOT_SHAPES = {
     "node": "shape=box, style=rounded",
     "terminal": "shape=oval",
     "task": "shape=component",
+    "model": "shape=hexagon",
     "any": "shape=diamond",
 }
 
@@ -322,6 +356,9 @@ def _listing(description: Mapping[str, Any], indent: str) -> Iterator[str]:
         tools = tool_names(node)
         if tools:
             extra += f" (tools: {', '.join(_md(t) for t in tools)})"
+        models = model_names(node)
+        if models:
+            extra += f" (model {', '.join(_md(m) for m in models)})"
         if isinstance(sub, Mapping):
             extra += f" runs subgraph {_md(str(sub.get('name', '?')))}:"
         yield f"{indent}- node {_md(name)}{extra}"
@@ -341,3 +378,6 @@ def _listing(description: Mapping[str, Any], indent: str) -> Iterator[str]:
         )
         router = f" (router {_md(str(cond['router']))})" if cond.get("router") else ""
         yield f"{indent}- {_md(source)} ⇢ {shown}{router}"
+    held = held_tools(description)
+    if held:
+        yield f"{indent}- tools: {', '.join(_md(t) for t in held)}"

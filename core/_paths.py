@@ -144,11 +144,14 @@ def _parse_name(path: str, i: int, end: int, after_dot: bool) -> tuple[str, int]
         raise _malformed(path, i, f"unexpected character {path[i]!r}")
     name = match.group()
     if not name.isidentifier():
-        raise _malformed(
-            path,
-            i,
-            f"{name!r} is not a name; write [{name}] for an index or [{name!r}] for a key",
-        )
+        if name.isdigit():
+            hint = f"write [{name}] for an index or [{name!r}] for a key"
+        else:  # e.g. 1bad: no index either, so only the quoted key form can name it
+            hint = (
+                "a name is letters, digits and _ not starting with a digit (e.g. "
+                f"messages[0].content); write [{name!r}] for a key spelled so"
+            )
+        raise _malformed(path, i, f"{name!r} is not a name; {hint}")
     if name.startswith("_"):
         raise _refused(path, i, name)
     return name, match.end()

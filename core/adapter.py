@@ -474,6 +474,16 @@ class Adapter(abc.ABC):
         """
         return ()
 
+    def config_example(self, target: Any) -> str | None:
+        """A config ``target``'s run takes, as JSON text, for the messages that refuse a
+        ``--config`` that is no JSON object (LangGraph: ``{"configurable": {"thread_id":
+        "1"}}``).
+
+        :returns: the example, or ``None`` (the default): the message then gives no
+            framework's keys.
+        """
+        return None
+
     def failure_hint(self, target: Any, error: BaseException, options: RunOptions) -> str | None:
         """What to do about a failed run, when the failure comes from how it was run (an option
         the framework needed); ``flowdbg run`` adds it in parentheses to its error line.

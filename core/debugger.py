@@ -286,6 +286,7 @@ class Debugger:
         self._ctl = Controller(
             self._hooks, stop_on_entry=stop_on_entry, idle_timeout=idle_timeout, keep=keep_runs
         )
+        self._keep_runs = keep_runs
         self._attached: dict[int, tuple[Any, Adapter]] = {}
         #: the reference of each attached target (given, or looked up at its first run)
         self._refs: dict[int, str | None] = {}
@@ -342,9 +343,20 @@ class Debugger:
             found = _find_scope(scope, run_id)
             if found is not None:
                 return run_log(found)
+        if self._recorder is not None:
+            raise LookupError(
+                f"this debugger has no run {run_id!r} in memory; recorded runs are in the store "
+                "(flowdbg runs show ID)"
+            )
+        # nothing was recorded: pointing to the store would send the user after nothing
+        keep = self._keep_runs
+        kept = {0: "no finished run", 1: "only the last finished run"}.get(
+            keep, f"the last {keep} finished runs"
+        )
         raise LookupError(
-            f"this debugger has no run {run_id!r} in memory; recorded runs are in the store "
-            "(flowdbg runs show ID)"
+            f"this debugger has no run {run_id!r} in memory: it keeps {kept} "
+            f"(keep_runs={keep}) and records none (no store); keep more with "
+            "Debugger(keep_runs=N) or record runs (record=True, then flowdbg runs show ID)"
         )
 
     # ------------------------------------------------------------- adapters

@@ -7,6 +7,7 @@ sentence, what was wrong and how to fix it. :class:`Terminated` is the exception
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -62,8 +63,23 @@ class RunOptionError(AdapterError, ValueError):
         self.option = option
         self.message = message
 
+    #: whether the option is a field of a request (``config: ...``, the debug server's) rather
+    #: than the command line's option (``--config: ...``); see :meth:`as_request_field`
+    request_field = False
+
     def __str__(self) -> str:
+        if self.request_field:
+            return f"{self.option}: {self.message}"
         return f"--{self.option.replace('_', '-')}: {self.message}"
+
+    def as_request_field(self) -> RunOptionError:
+        """This error as a request names it (the debug server's, whose ``config`` and
+        ``input`` are fields of the request, not ``--config`` and ``--input``): the message
+        starts with the field, and the command-line spellings in it name the fields."""
+        message = re.sub(r"--(config|input|resume)\b(?!-)", r"\1", self.message)
+        error = RunOptionError(self.option, message)
+        error.request_field = True
+        return error
 
 
 class BreakpointError(FlowdbgError, ValueError):
@@ -120,7 +136,9 @@ def refuse_unknown_arguments(what: str, given: Iterable[Any], known: Collection[
     """
     for name in given:
         if name not in known:
-            listed = ", ".join(str(k) for k in known) or "none"
+            if not known:
+                raise EditRefused(f"{what} takes no arguments, so it has no {name!r} to set")
+            listed = ", ".join(str(k) for k in known)
             raise EditRefused(f"{what} takes no argument {name!r}; its arguments are {listed}")
 
 

@@ -307,6 +307,10 @@ class RunLog:
         """One line about the run, for example ``support (stategraph) completed: 4 steps over
         4 nodes in 1.2s, 0 errors, slowest classify (820ms)``.
 
+        The slowest is the node (or call) of the longest single unit, with its time; one that
+        ran several times adds its count and their time summed (``slowest lookup (930ms; 2\u00d7,
+        1.8s summed)``), which for units that ran at once can exceed the run's.
+
         Units of another kind than ``node`` (tool and model calls made inside a node) are counted
         as calls apart from the nodes: ``7 steps: 3 over 2 nodes, 4 calls (2 tool, 2 llm)``. A
         failed run names its error first (``failed: ValueError: boom at x=2; ...``); nested runs
@@ -772,11 +776,13 @@ def _summary(run: RunRecord, steps: list[StepRecord], children: list[RunLog]) ->
         errors += f" ({shown}{', ' + _ELLIPSIS if len(names) > _MAX_FAILED_NODES else ''})"
     parts.append(errors)
     if any(step.ended_at is not None for step in steps):
-        name, slowest = max(stats.items(), key=lambda item: item[1].total)
-        times = f", {slowest.count}\u00d7" if slowest.count > 1 else ""
-        parts.append(
-            f"slowest {_clip(name, _NODE_WIDTH)} ({format_duration(slowest.total)}{times})"
-        )
+        # the node of the longest single unit: summed, the calls of a node that ran at once
+        # (parallel tool calls) could take longer than the whole run
+        name, slowest = max(stats.items(), key=lambda item: item[1].max)
+        summed = ""
+        if slowest.count > 1:
+            summed = f"; {slowest.count}\u00d7, {format_duration(slowest.total)} summed"
+        parts.append(f"slowest {_clip(name, _NODE_WIDTH)} ({format_duration(slowest.max)}{summed})")
     if children:
         text = _plural(len(children), "child run")
         failed = sum(child.run.status == "failed" for child in children)

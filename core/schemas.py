@@ -53,6 +53,7 @@ __all__ = [
     "ReplayAfter",
     "ReplayBefore",
     "ReplayError",
+    "ReplayTerminated",
     "Run",
     "RunDetail",
     "RunStatusName",
@@ -505,7 +506,7 @@ class ReplayAfter(_ReplayEvent):
     """A unit ended without raising."""
 
     event: Literal["after"]
-    status: Literal["running", "completed", "suspended", "terminated"]
+    status: Literal["running", "completed", "suspended"]
     duration: Seconds | None
     decision: Any = Field(description="the routing decision, or null")
 
@@ -520,11 +521,21 @@ class ReplayError(_ReplayEvent):
     error: Error | None
 
 
+class ReplayTerminated(_ReplayEvent):
+    """A unit ended because its run was terminated (by the debugger or a rewind)."""
+
+    event: Literal["terminated"]
+    status: Literal["terminated"]
+    duration: Seconds | None
+    decision: Any = Field(description="the routing decision, or null")
+    error: Error | None = Field(description="what ended it (Terminated, Rewound)")
+
+
 class RunsReplay(_Shape):
     """flowdbg runs replay --json: a run's steps as events in time order."""
 
     run_id: str
-    events: list[ReplayBefore | ReplayAfter | ReplayError]
+    events: list[ReplayBefore | ReplayAfter | ReplayError | ReplayTerminated]
 
 
 # ------------------------------------------------------------------------------ graphs, adapters

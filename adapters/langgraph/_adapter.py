@@ -235,6 +235,9 @@ class LangGraphAdapter(Adapter):
         _fork.check_fork(target, point)
         return await _fork.afork(target, point, options)
 
+    def config_example(self, target: Any) -> str | None:
+        return '{"configurable": {"thread_id": "1"}}'
+
     def failure_hint(self, target: Any, error: BaseException, options: RunOptions) -> str | None:
         # A graph compiled with a checkpointer refuses a run without a thread ("Checkpointer
         # requires one or more of the following 'configurable' keys: thread_id, ...").

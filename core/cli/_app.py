@@ -400,13 +400,22 @@ def _parse_input(input_json: str | None, input_file: Any) -> Any:
     return _loads(text, where, """e.g. --input '{"x": 1}'""")
 
 
-def _parse_config(config_json: str | None) -> dict[str, Any] | None:
-    """The run's config from ``--config`` (``None`` when it is not given)."""
+def _parse_config(
+    config_json: str | None, adapter: Adapter | None = None, target: Any = None
+) -> dict[str, Any] | None:
+    """The run's config from ``--config`` (``None`` when it is not given); a refusal gives
+    the example of ``adapter`` (the target's) when it offers one, else no framework's keys."""
     if config_json is None:
         return None
-    config = _loads(config_json, "--config", """e.g. --config '{"configurable": {"user": "1"}}'""")
+    example = None if adapter is None else adapter.config_example(target)
+    if example is not None:
+        hint = f"e.g. --config '{example}'"
+    else:
+        what = "" if adapter is None else f" (what adapter {adapter.name!r} passes to the run)"
+        hint = f"""give a JSON object{what}, e.g. --config '{{"key": "value"}}'"""
+    config = _loads(config_json, "--config", hint)
     if not isinstance(config, dict):
-        raise CliError(f"--config must be a JSON object, not {type(config).__name__}")
+        raise CliError(f"--config must be a JSON object, not {type(config).__name__}; {hint}")
     return config
 
 
@@ -928,7 +937,6 @@ def run_command(
     if resume_json is not None and (input_json is not None or input_file is not None):
         raise click.UsageError("give --resume or --input/--input-file, not both")
     value = _parse_input(input_json, input_file)
-    config = _parse_config(config_json)
     resume = NOT_RESUMING
     if resume_json is not None:
         resume = _loads(resume_json, "--resume", """a string needs quotes: --resume '"yes"'""")
@@ -942,7 +950,10 @@ def run_command(
         saved = SavedBreakpoints.of(target, store.path if store is not None else resolve_db(db))
     try:
         obj = load_target(target, dbg)
-        _check_owners(given, dbg.adapter_for(obj), target, adapters_of(ctx).options(ctx.command))
+        adapter = dbg.adapter_for(obj)
+        # read once the target is known: a refusal gives an example of its framework's config
+        config = _parse_config(config_json, adapter, obj)
+        _check_owners(given, adapter, target, adapters_of(ctx).options(ctx.command))
         options = RunOptions(config=config, resume=resume, extra=given)
         server = None
         if serve:

@@ -109,7 +109,6 @@ def runs_fork(
     if as_json and (breaks or stop_on_entry or break_on_exception):
         raise click.UsageError("--json runs the fork without stopping: leave out -b and stops")
     changes = parse_edits(edits)
-    config = _parse_config(config_json)
     _check_output(output)
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
     try:
@@ -121,6 +120,7 @@ def runs_fork(
             )
         # everything a fork checks, before anything is printed or run
         point, obj, ref, adapter = dbg._prepare_fork(run_id, step, changes, target)
+        config = _parse_config(config_json, adapter, obj)  # its example is the target's
         full_id = point.run.run_id
         options = dbg._options_of(point.run, obj, adapter, config, "fork")
 
@@ -266,7 +266,6 @@ def runs_rerun(
 
     if as_json and (breaks or stop_on_entry or break_on_exception):
         raise click.UsageError("--json runs the rerun without stopping: leave out -b and stops")
-    config = _parse_config(config_json)
     _check_output(output)
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=False, db=db)
     try:
@@ -278,6 +277,7 @@ def runs_rerun(
         store = dbg.store
         needs = None if cached_calls in (None, "none") else Capability.CACHED_CALLS
         run, obj, ref, adapter = dbg._made_from_run(run_id, target, needs)  # refuse before printing
+        config = _parse_config(config_json, adapter, obj)  # its example is the target's
         served_note = ""
         if cached_calls is None:  # all where the adapter can serve them; else every call live
             can = Capability.CACHED_CALLS in getattr(adapter, "capabilities", ())

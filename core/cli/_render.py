@@ -312,7 +312,7 @@ def graph_tree(description: Mapping[str, Any], title: str | None = None) -> Tree
 
 
 def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
-    from flowdbg._diagram import tool_names
+    from flowdbg._diagram import held_tools, tool_names
 
     entry = description.get("entry")
     if entry:
@@ -353,10 +353,9 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
     reducers = description.get("reducers")
     if reducers:
         tree.add(f"reducers: {', '.join(map(str, reducers))}")
-    listed = description.get("tools")
-    if listed and not any(tool_names(node) for node in description.get("nodes") or ()):
-        # the tools the target calls, where no node lists them as its own
-        tree.add(f"tools: {', '.join(tool_names({'tools': listed}))}")
+    held = held_tools(description)
+    if held:  # the tools the target calls, where no node lists them as its own
+        tree.add(f"tools: {', '.join(held)}")
 
 
 def preview(value: Any, limit: int = 60) -> str:

@@ -494,6 +494,9 @@ class Session:
         self._at: str | None = None
         #: stops the user has been told are open (at a stop shown, or by the stops command)
         self._told_open: set[str] = set()
+        #: stops that were open when a command (c, s, n, r...) last let the selected one go
+        #: on: the prompt moving to one of them is no stop of that command's
+        self._open_at_resume: set[str] = set()
         #: what ``display`` shows at every stop, in order
         self._displays: list[str] = []
         self._last = ""
@@ -561,9 +564,14 @@ class Session:
                 return Outcome.ENDED
             if stop.id not in self._shown or stop.id != self._at:
                 intro = None
-                if self._at is not None and stop.id != self._at and stop.id in self._told_open:
+                if (
+                    self._at is not None
+                    and stop.id != self._at
+                    and (stop.id in self._told_open or stop.id in self._open_at_resume)
+                ):
                     # another branch was held all along (parallel stops): the prompt moves to
-                    # it, which must not pass unsaid (shown before, it would not even be shown)
+                    # it, which must not pass unsaid (shown before, it would not even be shown;
+                    # after a step, it would read as where the step stopped)
                     intro = f"{self._at} went on; now at {stop.id}, which was open already:"
                 self.show_stop(stop, intro=intro)
                 if self._shared is not None and self._shared.reading and self.source.interactive:
@@ -588,7 +596,11 @@ class Session:
                 line = self._last
             else:
                 self._last = line
+            # taken before the command: a stop opening after it resumed may be its own
+            open_now = {s.id for s in self.dbg.stops}
             nxt = self.onecmd(line)
+            if nxt is _Next.RESUMED:
+                self._open_at_resume = open_now - {stop.id}
             if nxt is _Next.QUIT:
                 self._terminate()
                 return Outcome.QUIT
@@ -888,10 +900,25 @@ class Session:
             for number, shown in enumerate(self._displays, 1):
                 self.out.line(f"{number}: {shown}")
             return
-        value = self._value_of(what)  # a bad path or expression is refused now, not later
+        missing: PathError | None = None
+        try:
+            shown = short_repr(self._value_of(what), 100)
+        except PathError as exc:
+            view, rest = split_view(what)
+            # a malformed path or a bad expression is refused now, not shown broken at every
+            # stop; a path that leads nowhere yet stays, as gdb keeps a display that does not
+            # evaluate (and as watch accepts it): the key may appear at a later stop
+            parse_path((rest if view is not None else what).strip())
+            missing, shown = exc, f"<{exc}>"
         if what not in self._displays:  # (displayed once however often it is asked for)
             self._displays.append(what)
-        self.out.line(f"{self._displays.index(what) + 1}: {what} = {short_repr(value, 100)}")
+        self.out.line(f"{self._displays.index(what) + 1}: {what} = {shown}")
+        if missing is not None:
+            self.out.line(
+                f"note: {what!r} does not resolve at {self._selected().id} now; it stays "
+                "displayed and shows its value at the stops where it does",
+                style="yellow",
+            )
 
     def do_undisplay(self, arg: str) -> None:
         if not arg.strip():

@@ -117,13 +117,34 @@ def _status(status: str) -> Text:
     return Text(status, style=_STATUS_STYLE.get(status, ""))
 
 
+def _where(step: StepRecord) -> str:
+    """A step's node as runs show writes it: ``parent/child`` for a unit inside another."""
+    return "/".join((*step.path, step.node))
+
+
+def _node_steps(
+    ctx: _Ctx, run: RunRecord, node: str | None, **filters: Any
+) -> Sequence[StepRecord]:
+    """The steps of ``run`` (of ``node`` when given: a name, or the path form
+    ``parent/child`` that runs show, stops and breakpoints use for a nested unit)."""
+    if node is None or "/" not in node.strip("/"):
+        name = None if node is None else node.strip("/")
+        return ctx.store.get_steps(run.run_id, node=name, **filters)
+    path = node.strip("/")
+    steps = ctx.store.get_steps(run.run_id, node=path.rsplit("/", 1)[1], **filters)
+    # the full path, or its end (b/c of a/b/c)
+    return [s for s in steps if _where(s) == path or _where(s).endswith("/" + path)]
+
+
 def _check_node(ctx: _Ctx, run: RunRecord, node: str, steps: Sequence[StepRecord]) -> None:
     if steps:
         return
     names: list[str] = []
     for step in ctx.store.get_steps(run.run_id, values=False):
-        if step.node not in names:
-            names.append(step.node)
+        # the path form asked for is answered with the paths there are
+        name = _where(step) if "/" in node.strip("/") else step.node
+        if name not in names:
+            names.append(name)
     raise CliError(
         f"run {short_id(run.run_id)} has no step of node {node!r}; its nodes: "
         + (", ".join(names) or "none")
@@ -293,7 +314,9 @@ def _fork_tree(run: RunRecord, made: dict[str, list[RunRecord]]) -> dict[str, An
 @runs_group.command("show", context_settings=_CONTEXT)
 @click.argument("run_id", metavar="ID")
 @click.option("--errors", is_flag=True, help="only failed steps, with their tracebacks")
-@click.option("--node", metavar="NODE", help="only the steps of NODE")
+@click.option(
+    "--node", metavar="NODE", help="only the steps of NODE (PARENT/NODE: of NODE inside PARENT)"
+)
 @click.option("--tree", is_flag=True, help="expand nested runs (subgraphs, nested workflows)")
 @click.option(
     "--view",
@@ -318,9 +341,7 @@ def runs_show(
     for a long run that repeats nodes (--view steps or stats chooses)."""
     with _open(db) as ctx:
         run = ctx.run(run_id)
-        steps = ctx.store.get_steps(
-            run.run_id, node=node, status="failed" if errors else None, values=False
-        )
+        steps = _node_steps(ctx, run, node, status="failed" if errors else None, values=False)
         if node is not None:
             _check_node(ctx, run, node, steps)
         if as_json:
@@ -440,14 +461,16 @@ def runs_state(
 
 @runs_group.command("steps", context_settings=_CONTEXT)
 @click.argument("run_id", metavar="ID")
-@click.option("--node", metavar="NODE", help="only the steps of NODE")
+@click.option(
+    "--node", metavar="NODE", help="only the steps of NODE (PARENT/NODE: of NODE inside PARENT)"
+)
 @db_option
 @json_option
 def runs_steps(run_id: str, node: str | None, db: str | None, as_json: bool) -> None:
     """Every step of run ID in detail: timing, coordinates, decision, error, input and output."""
     with _open(db) as ctx:
         run = ctx.run(run_id)
-        steps = ctx.store.get_steps(run.run_id, node=node, values=True)
+        steps = _node_steps(ctx, run, node, values=True)
         if node is not None:
             _check_node(ctx, run, node, steps)
         if as_json:
@@ -753,7 +776,8 @@ def _replay_events(
             pending.append((step.started_at or 0.0, 0, order, step, "before"))
             order += 1
             if step.ended_at is not None:
-                end = "error" if step.status == "failed" else "after"
+                # a terminated unit did not end by itself: say so, as runs show does
+                end = {"failed": "error", "terminated": "terminated"}.get(step.status, "after")
                 pending.append((step.ended_at, 1, order, step, end))
                 order += 1
     pending.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -774,7 +798,7 @@ def _replay_events(
         if kind != "before":
             event["duration"] = step.duration
             event["decision"] = jsonable(step.decision)
-        if kind == "error":
+        if kind in ("error", "terminated"):
             event["error"] = error_dict(step.error)
         events.append(event)
     return events
@@ -826,6 +850,8 @@ def runs_replay(
     out = Out()
     out.line(f"replaying run {short_id(run.run_id)} ({run.name}): {len(events)} events")
     previous = 0.0
+    # "terminated" is wider than the other events: the column widens only when one is there
+    width = max((len(event["event"]) for event in events), default=6)
     for event in events:
         if timed:
             gap = (event["offset"] - previous) / speed
@@ -833,15 +859,17 @@ def runs_replay(
                 time.sleep(gap)
         previous = event["offset"]
         indent = "  " * len(event["path"])
-        head = f"+{event['offset']:8.3f}s  {indent}{event['event']:<6}  {event['kind']} "
+        head = f"+{event['offset']:8.3f}s  {indent}{event['event']:<{width}}  {event['kind']} "
         head += f"{event['node']!r} (step {event['step']})"
-        if event["event"] == "after":
+        if event["event"] in ("after", "terminated"):
             head += f" {duration(event.get('duration'))}"
-            if event.get("decision") is not None:
+            # a terminated unit's decision was never followed
+            if event["event"] == "after" and event.get("decision") is not None:
                 head += f" -> {preview(event['decision'], 60)}"
-        elif event["event"] == "error" and event.get("error"):
+        if event["event"] != "before" and event.get("error"):
             head += f" {event['error']['type']}: {event['error']['message']}"
-        out.line(head, style="red" if event["event"] == "error" else None)
+        styles = {"error": "red", "terminated": _STATUS_STYLE["terminated"]}
+        out.line(head, style=styles.get(event["event"]))
 
 
 @runs_group.command("prune", context_settings=_CONTEXT)

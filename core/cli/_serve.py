@@ -168,7 +168,7 @@ def serve_command(
     _serve_until_interrupted(
         ctx,
         target,
-        config=_parse_config(config_json),
+        config_json=config_json,
         breaks=breaks,
         stop_on_entry=stop_on_entry,
         no_record=no_record,
@@ -191,27 +191,30 @@ def _serve_until_interrupted(
     stop_on_entry: bool,
     no_record: bool,
     db: str | None,
-    config: dict[str, Any] | None = None,
+    config_json: str | None = None,
     after_start: Any = None,
     **options: Any,
 ) -> None:
     """Load ``target``, set ``breaks``, serve it until Ctrl-C (``after_start(server)`` is
-    called once it listens); ``config`` is the config of a run started without one."""
+    called once it listens); ``config_json`` is the config of a run started without one
+    (``--config``'s text, read once the target is known)."""
     from flowdbg.adapter import RunOptions
     from flowdbg.server import require
 
     from ._render import Out
     from ._target import load_target
 
-    try:
-        require()
-    except Exception as exc:
-        raise CliError(str(exc)) from exc
     dbg = _make_debugger(ctx, stop_on_entry=stop_on_entry, no_record=no_record, db=db)
     try:
         obj = load_target(target, dbg)
+        adapter = dbg.adapter_for(obj)
+        config = _parse_config(config_json, adapter, obj)
         if config is not None:  # refused now, not at the first run a client starts
-            dbg.adapter_for(obj).check_run(obj, RunOptions(config=config))
+            adapter.check_run(obj, RunOptions(config=config))
+        try:  # (after the config: a mistake there is told without the extra too)
+            require()
+        except Exception as exc:
+            raise CliError(str(exc)) from exc
         if breaks:
             # attached first (the server attaches it too: attaching is idempotent), so that a
             # -b KIND:NAME naming no tool or model of the target is refused as flowdbg run does
@@ -276,8 +279,6 @@ def ui_command(
     """
     from ._app import adapters_of
 
-    config = _parse_config(config_json)
-
     example: Any = None
     if target is None:
         _, demo = adapters_of(ctx).demos()["stategraph"]
@@ -300,7 +301,7 @@ def ui_command(
     _serve_until_interrupted(
         ctx,
         target,
-        config=config,
+        config_json=config_json,
         breaks=breaks,
         stop_on_entry=stop_on_entry,
         no_record=no_record,

@@ -101,6 +101,11 @@ class TargetInfo(_Response):
         description="an input the target runs with, offered to clients for POST /runs (the "
         "demo's input, or flowdbg serve --input); null: none known",
     )
+    default_config: dict[str, Any] | None = Field(
+        default=None,
+        description="the config of a run started without one (flowdbg serve --config), its "
+        "secrets redacted as in a recorded run's config; null: runs start without a config",
+    )
     capabilities: list[str] = Field(
         default_factory=list,
         description="what the target's adapter can do (GET /adapters lists every adapter's): "

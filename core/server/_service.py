@@ -16,11 +16,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdbg import schemas
 from flowdbg._json import jsonable
-from flowdbg._redact import redact_text
+from flowdbg._redact import DEFAULT_REDACT, redact, redact_text
 from flowdbg._values import summarize
 from flowdbg._views import run_dict, runs_diff_dict, step_dict
 from flowdbg.breakpoints import CALL_KINDS_REMEDY
-from flowdbg.errors import BreakpointError, FlowdbgError, PathError, StopNotFound
+from flowdbg.errors import (
+    BreakpointError,
+    FlowdbgError,
+    PathError,
+    RunOptionError,
+    StopNotFound,
+)
 
 from . import _protocol as p
 from ._events import EventJournal
@@ -191,11 +197,18 @@ class Service:
             graph = dict(self.dbg.describe(self.target))
         except NotImplementedError:
             graph = {}
+        config = None
+        if self.default_config is not None:
+            # redacted by the rules the store records a run's config with (the same keys)
+            store = self.dbg.store
+            keys = DEFAULT_REDACT if store is None else getattr(store, "_redact", DEFAULT_REDACT)
+            config = jsonable(redact(self.default_config, keys))
         return p.TargetInfo(
             target=self.target_name or "",
             adapter=self.adapter.name,
             graph=jsonable(graph),
             example_input=jsonable(self.example_input),
+            default_config=config,
             capabilities=sorted(c.value for c in self.adapter.capabilities),
         )
 
@@ -313,9 +326,12 @@ class Service:
         # context in place (an OpenAI agent's), which must not carry into the next run
         config = copy.deepcopy(self.default_config) if req.config is None else req.config
         options = RunOptions(config=config)
-        self.adapter.check_run(self.target, options)
         value = {} if req.input is None else req.input
-        self.adapter.check_input(self.target, value)  # refused before anything runs
+        try:
+            self.adapter.check_run(self.target, options)
+            self.adapter.check_input(self.target, value)  # refused before anything runs
+        except RunOptionError as refused:  # named as the request's fields, not as --config
+            raise refused.as_request_field() from None
         adapter = self.adapter
         run = adapter.ainvoke if adapter.is_async(self.target) else adapter.invoke
         handle = self.dbg.start(run, self.target, value, options)

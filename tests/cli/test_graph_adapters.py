@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import click
 import pytest
@@ -171,3 +172,40 @@ def test_a_tree_names_the_tools_a_target_lists_and_no_missing_router() -> None:
     assert "think  (model gpt-a, gpt-b)" in text
     assert "think -?-> act, END\n" in text  # no "(router None)"
     assert "tools: search, shell" in text
+
+
+LLAMA_TOOLS = """
+from llama_index.core.tools import FunctionTool
+from workflows import Workflow, step
+from workflows.events import StartEvent, StopEvent
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+class Calc(Workflow):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.tools = [FunctionTool.from_defaults(fn=add)]
+
+    @step
+    async def compute(self, ev: StartEvent) -> StopEvent:
+        out = await self.tools[0].acall(a=ev.a, b=ev.b)
+        return StopEvent(result=out.raw_output)
+
+
+wf = Calc(timeout=10)
+"""
+
+
+def test_a_workflows_held_tools_are_in_its_pictures_as_in_its_listing(
+    run_cli: Cli, graphs: Path
+) -> None:
+    pytest.importorskip("llama_index.core", reason="llama-index-core is not installed")
+    (graphs / "calc.py").write_text(LLAMA_TOOLS, encoding="utf-8")
+    assert "└── tools: add" in run_cli("graph", "inspect", "calc.py:wf").stdout
+    mermaid = run_cli("graph", "inspect", "calc.py:wf", "--format", "mermaid").stdout
+    assert re.search(r'^  subgraph n\d+\["tools"\]\n    n\d+\[\["add"\]\]\n  end$', mermaid, re.M)
+    dot = run_cli("graph", "inspect", "calc.py:wf", "--format", "dot").stdout
+    assert 'label="tools";' in dot and 'label="add", shape=component' in dot

@@ -59,6 +59,32 @@ def test_display_shows_at_every_stop(run_cli: Cli) -> None:
     assert _after(out, "undisplay 1").startswith("1 displayed\n")
 
 
+def test_display_of_a_path_missing_now_shows_it_missing_until_it_resolves(run_cli: Cli) -> None:
+    out = _run(run_cli, "display state:y\nb gamma\nc\nb gamma:after\nc\nc\n")
+    # accepted as watch accepts it: y does not exist before beta, but gamma creates it
+    shown = _after(out, "display state:y").splitlines()
+    assert shown[0] == "1: state:y = <state has no key 'y' at 'y'; available keys: x>"
+    assert shown[1] == (
+        "note: 'state:y' does not resolve at stop-1 now; it stays displayed and shows its "
+        "value at the stops where it does"
+    )
+    stops = out.split("(flowdbg) c\n")
+    assert "  1: state:y = <state has no key 'y' at 'y'; available keys: x>" in stops[1]
+    assert re.search(r"^  1: state:y = 21$", stops[2], flags=re.M)  # after gamma: there now
+
+
+def test_a_malformed_path_is_refused_with_what_a_path_looks_like(run_cli: Cli) -> None:
+    out = _run(run_cli, "watch 1bad\ndisplay 1bad\ndisplay\nc\n")
+    hint = (
+        "state path '1bad' is malformed at position 0: '1bad' is not a name; a name is letters, "
+        "digits and _ not starting with a digit (e.g. messages[0].content); write ['1bad'] for a "
+        "key spelled so"
+    )
+    assert _after(out, "watch 1bad").splitlines()[0] == f"error: cannot watch '1bad': {hint}"
+    assert _after(out, "display 1bad").splitlines()[0] == f"error: {hint}"
+    assert _after(out, "display").startswith("nothing is displayed")  # refused: not kept
+
+
 def test_watch_and_logpoint_commands(run_cli: Cli) -> None:
     commands = "watch y\nlogpoint gamma x is {state[x]}\nc\nc\n"
     out = _run(run_cli, commands)

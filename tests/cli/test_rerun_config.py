@@ -101,5 +101,10 @@ def test_rerun_config_must_be_a_json_object(agent_cli: Cli) -> None:
     run_id = _first_run(agent_cli, {"context": {"user": "ann"}})
     message = agent_cli.error("runs", "rerun", run_id, "--config", "[1]", code=1)
     assert "--config must be a JSON object, not list" in message
+    assert "configurable" not in message  # no LangGraph example for an agent's run
+    message = agent_cli.error("runs", "rerun", run_id, "--config", "{", code=1)
+    assert message.startswith("error: --config is not valid JSON: ")
+    # the target is read before the config (whose example is its adapter's): a fork, which
+    # this adapter cannot make, is refused for that first
     message = agent_cli.error("runs", "fork", run_id, "--step", "0", "--config", "{", code=1)
-    assert "--config" in message
+    assert "cannot fork runs" in message

@@ -173,6 +173,23 @@ def test_show_json(run_cli: Cli, recorded: dict[str, str]) -> None:
     assert "raise ValueError" in step["error"]["traceback"]
 
 
+def test_node_in_the_path_form_of_a_unit_inside_another(
+    run_cli: Cli, graphs: Path, db: Path
+) -> None:
+    run_id = record_graph_runs(graphs, db, [("tools", "tools", {"q": "cats"})])["tools"]
+    # runs show writes the tool as agent/search (--json: path ['agent']), stops name it so
+    for command in ("show", "steps"):
+        out = run_cli("runs", command, run_id, "--node", "agent/search").stdout
+        assert "search" in out and "'agent'" not in out and not re.search(r"^1\s", out, re.M)
+    data = run_cli.json("runs", "show", run_id, "--node", "agent/search", command="runs show")
+    assert [(s["path"], s["node"]) for s in data["steps"]] == [(["agent"], "search")]
+    line = run_cli.error("runs", "show", run_id, "--node", "other/search")
+    assert line == (
+        f"error: run {run_id[:8]} has no step of node 'other/search'; its nodes: agent, "
+        "agent/search"
+    )
+
+
 def test_unknown_run_and_node(run_cli: Cli, recorded: dict[str, str]) -> None:
     line = run_cli.error("runs", "show", "zzzz")
     assert re.fullmatch(
@@ -487,6 +504,46 @@ def test_replay_json(run_cli: Cli, recorded: dict[str, str]) -> None:
     assert data["events"][-1]["error"]["message"] == "boom at x=2"
     offsets = [e["offset"] for e in data["events"]]
     assert offsets == sorted(offsets)
+
+
+def test_replay_shows_a_terminated_unit_as_terminated(run_cli: Cli, graphs: Path, db: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(graphs))
+    try:
+        import graphs as module
+
+        dbg = flowdbg.Debugger(record=True, db=db)
+        try:
+            dbg.attach(module.app)
+            dbg.break_after("beta")
+            handle = dbg.start(module.app.invoke, {"x": 1})
+            assert dbg.wait_for_stop(T) is not None
+            dbg.terminate()  # at the end of beta: it is recorded as terminated
+            assert isinstance(handle.exception(timeout=T), flowdbg.Terminated)
+            assert dbg.flush(timeout=T)
+            run_id = handle.run_id
+            assert run_id is not None
+        finally:
+            dbg.close()
+    finally:
+        sys.path.remove(str(graphs))
+        sys.modules.pop("graphs", None)
+    out = run_cli("runs", "replay", run_id).stdout
+    events = [re.sub(r"^\+\s*[\d.]+s\s+", "", line) for line in out.splitlines()[1:]]
+    assert events[0].startswith("before      node 'alpha' (step 1)")
+    assert events[1].startswith("after       node 'alpha' (step 1)")
+    assert events[2].startswith("before      node 'beta' (step 2)")
+    assert re.fullmatch(
+        r"terminated  node 'beta' \(step 2\) \S+ "
+        r"Terminated: the run was terminated by the debugger",
+        events[3],
+    )
+    data = run_cli.json("runs", "replay", run_id, command="runs replay")
+    last = data["events"][-1]
+    assert (last["event"], last["status"], last["error"]["type"]) == (
+        "terminated", "terminated", "Terminated",
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------- runs prune

@@ -77,7 +77,10 @@ def test_serve_config_is_the_config_of_a_run_started_without_one(graphs: Path, d
 @pytest.mark.parametrize("command", ["serve", "ui"])
 def test_serve_refuses_a_config_that_is_not_a_json_object(run_cli: Cli, command: str) -> None:
     message = run_cli.error(command, "graphs.py:app", "--config", "[1]")
-    assert message == "error: --config must be a JSON object, not list"
+    assert message == (
+        "error: --config must be a JSON object, not list; give a JSON object (what adapter "
+        """'stategraph' passes to the run), e.g. --config '{"key": "value"}'"""
+    )
     message = run_cli.error(command, "graphs.py:app", "--config", "{user: 1}")
     assert message.startswith("error: --config is not valid JSON")
 
@@ -102,3 +105,19 @@ def test_serve_refuses_a_tool_breakpoint_naming_no_tool_of_the_target(
         message
         == "error: unknown tool 'acount'; tools: account; check the spelling (in -b tool:acount)"
     )
+
+
+@pytest.mark.parametrize("command", ["run", "serve"])
+def test_a_config_that_is_no_json_object_gets_no_other_frameworks_example(
+    run_cli: Cli, graphs: Path, command: str
+) -> None:
+    pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+    (graphs / "support.py").write_text(SUPPORT_AGENT, encoding="utf-8")
+    for text in ("{context: 1}", '["ann"]'):
+        message = run_cli.error(command, "support.py:build", "--config", text)
+        # an agent's run takes no LangGraph configurable
+        assert "configurable" not in message
+        assert message.endswith(
+            """give a JSON object (what adapter 'openai_agents' passes to the run), e.g. """
+            """--config '{"key": "value"}'"""
+        )

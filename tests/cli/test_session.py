@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from rich.console import Console
@@ -263,3 +263,63 @@ def test_watching_a_path_missing_at_the_stop_says_so_and_keeps_the_watch(
     assert lines[lines.index(PROMPT + "watch ticket") + 2] == PROMPT + "watch intent"
     # the watch of a key a later unit creates still stops there
     assert "watch [bp-4] at after node 'classify'" in text
+
+
+class _OpenAnotherStopFirst:
+    """Commands from a list; before handing over the first, another branch stops (so its stop
+    opens after the first stop was shown, and the user was never told of it)."""
+
+    interactive = False
+
+    def __init__(self, dbg: flowdbg.Debugger, go: Any, commands: list[str], out: Out) -> None:
+        self._dbg, self._go, self._out = dbg, go, out
+        self._commands = iter(commands)
+        self._first = True
+
+    def read(self, prompt: str) -> str | None:
+        if self._first:
+            self._first = False
+            self._go.set()
+            assert len(self._dbg.wait_for_stops(2, timeout=T)) == 2
+        line = next(self._commands, None)
+        if line is not None:
+            self._out.line(prompt + line)
+        return line
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("command", ["n", "s", "r", "c"])
+def test_a_step_that_moves_the_prompt_to_a_stop_open_already_says_so(command: str) -> None:
+    import threading
+
+    dbg = flowdbg.Debugger(record=False)
+    dbg.break_before("first")
+    dbg.break_before("second")
+    go = threading.Event()
+    scope = dbg.begin_run(framework="test", name="t", input=None)
+
+    def other_branch() -> int:
+        assert go.wait(T)
+        out = scope.unit("second", branch="b2").call(lambda x: x, 2)
+        first.result(T)
+        scope.end(output=None)  # both branches are done: the run ends and so does the session
+        return cast(int, out)
+
+    first = dbg.start(lambda: scope.unit("first", branch="b1").call(lambda x: x, 1))
+    assert dbg.wait_for_stop(T) is not None
+    second = dbg.start(other_branch)
+    out, buffer = make_out()
+    source = _OpenAnotherStopFirst(dbg, go, [command, "c"], out)
+    session = Session(dbg, out, description=None, source=source)
+    try:
+        assert session.run() is Outcome.ENDED
+        assert first.result(T) == 1 and second.result(T) == 2
+    finally:
+        dbg.close()
+    text = buffer.getvalue()
+    assert "also open" not in text.split(PROMPT)[0]  # stop-2 opened after stop-1 was shown
+    after = text.split(f"{PROMPT}{command}\n")[1].split(PROMPT)[0].strip().splitlines()
+    assert after[0] == "stop-1 went on; now at stop-2, which was open already:"
+    assert after[1].startswith("stop-2: breakpoint [bp-2] at before node 'second'")

@@ -18,7 +18,7 @@ from flowdbg.cli._demo import build_graph
 
 Edges = set[tuple[str, str, str, str]]
 
-_MERMAID_NODE = re.compile(r'^\s*(n\d+)(?:\[\[|\(\[|\[|\{)"(.*)"(?:\]\]|\]\)|\]|\})$')
+_MERMAID_NODE = re.compile(r'^\s*(n\d+)(?:\[\[|\(\[|\[|\{\{|\{)"(.*)"(?:\]\]|\]\)|\]|\}\}|\})$')
 _MERMAID_BOX = re.compile(r'^\s*subgraph (n\d+)\["(.*)"\]$')
 _MERMAID_EDGE = re.compile(r'^\s*(n\d+) (-->|-\.->)(?:\|"(.*)"\|)? (n\d+)$')
 
@@ -182,6 +182,44 @@ def test_tasks_routers_without_targets_and_awkward_names() -> None:
     assert ("main", "fetch", "dotted", "task") in dot_found
     with pytest.raises(ValueError, match="unknown picture format 'png'; use one of mermaid, dot"):
         draw(description, "png")
+
+
+def test_the_tools_a_target_holds_and_a_steps_model_are_drawn() -> None:
+    # a LlamaIndex workflow's description: the tools it holds (its steps call them; no node
+    # lists them) and the model of the step that asks it
+    description = {
+        "name": "Calc",
+        "entry": ["compute"],
+        "nodes": [
+            {"name": "compute", "subgraph": None},
+            {"name": "run_agent_step", "subgraph": None, "model": "MockLLM"},
+        ],
+        "edges": [
+            {"source": "__start__", "target": "compute"},
+            {"source": "compute", "target": "run_agent_step"},
+            {"source": "run_agent_step", "target": "__end__"},
+        ],
+        "conditional_edges": [],
+        "tools": [{"name": "add"}, {"name": "boom"}],
+    }
+    mermaid = to_mermaid(description)
+    _, edges = mermaid_edges(mermaid)
+    assert ("run_agent_step", "MockLLM", "dashed", "model") in edges
+    assert re.search(r'^  n\d+\{\{"MockLLM"\}\}$', mermaid, flags=re.M)  # a hexagon
+    box = re.search(r'^  subgraph (n\d+)\["tools"\]\n((?:    .*\n)+)  end$', mermaid, flags=re.M)
+    assert box is not None, mermaid
+    assert re.findall(r'\[\["(\w+)"\]\]', box.group(2)) == ["add", "boom"]
+    dot = to_dot(description)
+    _, dot_found = dot_edges(dot)
+    assert ("run_agent_step", "MockLLM", "dotted", "model") in dot_found
+    assert 'label="MockLLM", shape=hexagon' in dot
+    cluster = dot.split('label="tools";')[1].split("}")[0]
+    assert 'label="add", shape=component' in cluster and 'label="boom"' in cluster
+    # a node listing its tools (an agent's) has them beside it, and no box
+    description["nodes"][0]["tools"] = [{"name": "add"}]
+    assert '["tools"]' not in to_mermaid(description)
+    listing = GraphDescription(description)._repr_markdown_()
+    assert "- node `run_agent_step` (model `MockLLM`)" in listing
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed here")

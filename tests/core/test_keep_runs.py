@@ -92,3 +92,29 @@ def test_keep_runs_0_keeps_none_and_the_record_still_has_every_run() -> None:
 def test_a_keep_runs_that_is_no_count_is_refused(bad: Any) -> None:
     with pytest.raises(ValueError, match="keep_runs must be an int of 0 or more"):
         flowdbg.Debugger(record=False, keep_runs=bad)
+
+
+@pytest.mark.parametrize(
+    ("keep", "kept"),
+    [(0, "keeps no finished run"), (1, "keeps only the last finished run")],
+)
+def test_the_log_of_a_run_neither_kept_nor_recorded_says_how_to_keep_it(
+    keep: int, kept: str
+) -> None:
+    dbg = flowdbg.Debugger(record=False, keep_runs=keep)
+    try:
+        app = dbg.attach(graph([]))
+        first = dbg.start(app.invoke, {"x": 1})
+        first.result(10)
+        dbg.start(app.invoke, {"x": 2}).result(10)
+        with pytest.raises(LookupError) as caught:
+            first.log  # noqa: B018 - the property raises
+    finally:
+        dbg.close()
+    message = str(caught.value)
+    assert "in the store" not in message  # there is no store: nothing was recorded
+    assert message == (
+        f"this debugger has no run {first.run_id!r} in memory: it {kept} (keep_runs={keep}) "
+        "and records none (no store); keep more with Debugger(keep_runs=N) or record runs "
+        "(record=True, then flowdbg runs show ID)"
+    )

@@ -265,7 +265,7 @@ def test_stats_view_for_a_loop() -> None:
     lines = str(log).splitlines()
     assert lines[0] == (
         "support (stategraph) completed: 51 steps over 2 nodes in 1m00s, 0 errors, "
-        "slowest inc (150ms, 50\u00d7)"
+        "slowest inc (4ms; 50\u00d7, 150ms summed)"
     )
     assert lines[2:] == [
         "node  count  total    avg    max  errors",
@@ -436,6 +436,24 @@ def test_summary_of_a_completed_run() -> None:
         "slowest classify (820ms)"
     )
     assert log.duration == pytest.approx(1.2)
+
+
+def test_the_slowest_is_the_longest_unit_and_a_sum_is_labelled_as_one() -> None:
+    # two lookups at once, each 0.9 s of a 1 s run: summed they took longer than the run
+    steps = [
+        step(1, "fan", 1.0, start=100.0),
+        step(2, "lookup", 0.9, start=100.05, kind="tool"),
+        step(3, "lookup", 0.9, start=100.06, kind="tool"),
+    ]
+    log = RunLog.from_records(run_record(ended_at=101.0), steps)
+    assert log.summary().endswith("0 errors, slowest fan (1.0s)")
+    # a node that ran often, each time briefly, is not the slowest of one that ran long once
+    steps = [step(1, "plan", 0.5), *(step(i, "poll", 0.3, start=100.5 + i) for i in range(2, 5))]
+    log = RunLog.from_records(run_record(ended_at=102.0), steps)
+    assert log.summary().endswith("0 errors, slowest plan (500ms)")
+    steps = [step(1, "plan", 0.1), *(step(i, "poll", 0.3, start=100.5 + i) for i in range(2, 5))]
+    log = RunLog.from_records(run_record(ended_at=102.0), steps)
+    assert log.summary().endswith("0 errors, slowest poll (300ms; 3\u00d7, 900ms summed)")
 
 
 def test_summary_of_a_failed_run_names_the_error() -> None:

@@ -160,6 +160,13 @@ def test_parse_path_accepts_sequences_of_parts() -> None:
         ("a['x", 'state path "a[\'x" is malformed at position 2: the quoted key'),
         ("a[abc]", "(write ['abc'] for a key)"),
         ("a.0", "'0' is not a name; write [0] for an index or ['0'] for a key"),
+        (
+            "1bad",
+            "state path '1bad' is malformed at position 0: '1bad' is not a name; a name is "
+            "letters, digits and _ not starting with a digit (e.g. messages[0].content); write "
+            "['1bad'] for a key spelled so",
+        ),
+        ("a.2x", "'2x' is not a name; a name is letters, digits and _ not starting with a"),
         ("..a", "malformed at position 1"),
         ("a[-]", "malformed at position 2"),
     ],

@@ -426,3 +426,42 @@ def test_every_view_a_stop_lists_reads_by_its_name(dbg: flowdbg.Debugger) -> Non
         key = client.get(f"/stops/{stop['id']}/value", params={"path": "input"}).json()
         assert key["value"] == stop["input"]["input"]
         dbg.terminate()
+
+
+def test_a_refused_config_or_input_names_the_request_field(dbg: flowdbg.Debugger) -> None:
+    pytest.importorskip("workflows", reason="the llamaindex extra is not installed")
+    import httpx
+    from workflows import Workflow, step
+    from workflows.events import StartEvent, StopEvent
+
+    class Echo(Workflow):
+        @step
+        async def echo(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=ev.get("x"))
+
+    with dbg.serve(target=Echo(timeout=10)) as srv:
+        auth = {"Authorization": f"Bearer {srv.token}"}
+        with httpx.Client(base_url=srv.base_url, headers=auth, timeout=30) as c:
+            config = c.post("/runs", json={"input": {"x": 1}, "config": {"a": 1}})
+            wrong = c.post("/runs", json={"input": 3})
+    assert config.status_code == wrong.status_code == 400
+    # a request has fields config and input; --config and --input are flowdbg run's options
+    assert config.json()["error"] == {
+        "type": "RunOptionError",
+        "status": 400,
+        "message": "config: a LlamaIndex workflow takes no config besides its start event; put "
+        "the values in input",
+    }
+    message = wrong.json()["error"]["message"]
+    assert message.startswith("input: a LlamaIndex workflow starts from keyword arguments")
+    assert "--" not in config.json()["error"]["message"] + message
+
+
+def test_target_shows_the_config_of_a_run_started_without_one(server: Any, client: Any) -> None:
+    assert client.get("/target").json()["default_config"] is None  # served without --config
+    # as flowdbg serve --config sets it
+    server.service.default_config = {"context": {"user": "ann", "api_key": "sk-0123456789abcdef"}}
+    shown = client.get("/target").json()["default_config"]
+    assert shown == {"context": {"user": "ann", "api_key": "[REDACTED]"}}  # as it is recorded
+    assert client.get("/").json()["target"]["default_config"] == shown
+    assert server.service.default_config["context"]["api_key"] == "sk-0123456789abcdef"

@@ -246,7 +246,10 @@ def test_a_checkpointed_graph_runs_on_a_thread_and_ends_suspended_at_an_interrup
     out = flowdbg("run", "hitl_app.py:app", "--input", '{"x": 2}', "--config", config).stdout
     assert "run suspended" in out
     bad = flowdbg("run", "hitl_app.py:app", "--config", "[1]", code=1)
-    assert "error: --config must be a JSON object, not list" in bad.stderr
+    assert bad.stderr == (
+        "error: --config must be a JSON object, not list; e.g. --config "
+        """'{"configurable": {"thread_id": "1"}}'\n"""
+    )
     config = '{"configurable": 1}'
     bad = flowdbg("run", "hitl_app.py:app", "--config", config, "--thread", "t3", code=1)
     assert bad.stderr == (

@@ -485,6 +485,16 @@ class Unit:
         self.status = "running"
 
     @property
+    def task(self) -> Any:
+        """The asyncio task running the unit, from its async ``before`` point until it ends
+        (``None`` otherwise): a call the unit makes in another task (``asyncio.gather``) runs
+        beside the unit's own line."""
+        try:
+            return self._task
+        except AttributeError:  # no async before point (yet)
+            return None
+
+    @property
     def depth(self) -> int:
         """Nesting depth of the unit (0 in a top-level run)."""
         return len(self.run._path)

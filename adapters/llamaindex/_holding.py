@@ -22,7 +22,7 @@ def call_branch(parent: Unit) -> str | None:
     ``asyncio.gather``, stop and are stepped through independently), named after the step's
     branch and that task."""
     task = asyncio.current_task()
-    if task is None or task is getattr(parent, "_task", None):
+    if task is None or task is parent.task:
         return parent.branch
     return f"{parent.branch}/{task.get_name()}"
 

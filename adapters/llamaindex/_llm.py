@@ -40,6 +40,7 @@ task while a unit's model call runs.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -386,6 +387,7 @@ async def _call(
         served, recorded = unit.recorded(unit.record_value("input"))
         if served:
             response = _served_response(recorded, completion)
+            await asyncio.sleep(0)  # a turn of the loop, as the call would give (_tools.py)
         else:
             response = await method(*args, **kwargs)
     except BaseException as exc:

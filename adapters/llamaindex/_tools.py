@@ -23,6 +23,7 @@ way to tell).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import inspect
 from collections.abc import Callable
@@ -165,6 +166,10 @@ async def _call(
         served, recorded = unit.recorded(edited)
         if served:
             output = _served_output(tool, name, recorded, args, kwargs)
+            # one turn of the loop, as the call would give: calls the step made at once
+            # (asyncio.gather) overlap as they did in the record, where a divergence report
+            # takes them as concurrent (compared in any order), not as run one after the other
+            await asyncio.sleep(0)
         else:
             output = await method(*args, **kwargs)
     except BaseException as exc:

@@ -27,6 +27,7 @@ def build(ran: list[str], done: dict[str, threading.Event] | None = None) -> Wor
         ran.append(query)
         if done is not None and query in done:
             done[query].set()
+        await asyncio.sleep(0.005)  # (a search takes a while: calls made at once overlap)
         return f"results for {query}"
 
     class Research(Workflow):
@@ -38,7 +39,7 @@ def build(ran: list[str], done: dict[str, threading.Event] | None = None) -> Wor
         async def look(self, ev: StartEvent) -> StopEvent:
             first = await self.search.acall(query="first")
             both = await asyncio.gather(
-                self.search.acall(query="left"), self.search.acall(query="right")
+                self.search.acall(query="right"), self.search.acall(query="left")
             )
             return StopEvent(result=[str(first), *map(str, both)])
 
@@ -53,8 +54,8 @@ def test_calls_made_at_once_are_branches_of_their_own(tmp_path: Any) -> None:
         dbg.attach(wf)
         assert dbg.start(wf.run).result(WAIT) == [
             "results for first",
-            "results for left",
             "results for right",
+            "results for left",
         ]
         assert dbg.flush(WAIT) and dbg.store is not None
         (run,) = dbg.store.list_runs()
@@ -87,4 +88,27 @@ def test_parallel_calls_stop_on_their_own_branches_and_resume_one_at_a_time(
     assert ran == ["first", "left"]  # the resumed call ran; the other is still held
     assert dbg.stops == [right]
     dbg.resume(right.id)
-    assert run.result(WAIT)[1:] == ["results for left", "results for right"]
+    assert run.result(WAIT)[1:] == ["results for right", "results for left"]
+
+
+def test_a_rerun_serving_calls_made_at_once_reports_no_divergence(tmp_path: Any) -> None:
+    # served calls overlap as the recorded ones did, so the report compares them as concurrent
+    # (in any order), not as two calls that swapped places
+    ran: list[str] = []
+    wf = build(ran)
+    dbg = flowdbg.Debugger(db=tmp_path / "r.db")
+    try:
+        dbg.attach(wf)
+        first = dbg.start(wf.run)
+        expected = first.result(WAIT)
+        assert dbg.flush(WAIT) and first.run_id is not None
+        for _ in range(3):
+            again = dbg.rerun(first.run_id, "all", target=wf)
+            assert again.result(WAIT) == expected
+            assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)
+            assert dbg.flush(WAIT) and dbg.store is not None and again.run_id is not None
+            report = dbg.store.divergence(first.run_id, again.run_id)
+            assert report.first is None, report.first
+        assert ran == ["first", "right", "left"]  # the tool ran in the recorded run only
+    finally:
+        dbg.close()

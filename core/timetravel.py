@@ -16,6 +16,7 @@ calls served from the record while they match it (:class:`RecordedCalls`,
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -355,9 +356,17 @@ def plan_fork(
             else:
                 state = set_path({} if state is None else state, inner, value)
         except PathError as exc:
+            hint = ""
+            if view is None and isinstance(path, str):
+                # ``output[1].text`` where ``output:[1].text`` was meant (a view is named with
+                # a colon)
+                named = next((v for v in views if re.match(rf"{v}(?:[.\[]|$)", path)), None)
+                if named is not None:
+                    rest = path[len(named) :].lstrip(".")
+                    hint = f"; to edit the step's {named}, name the view: {named}:{rest}"
             raise ForkError(
                 f"cannot apply the edit {path!r} to the {view or 'state'} after step {step} of "
-                f"run {short}: {exc}"
+                f"run {short}: {exc}{hint}"
             ) from exc
         applied[path] = value
     return ForkPoint(

@@ -113,6 +113,10 @@ def test_an_edit_of_the_steps_event_reaches_the_step_it_goes_to(rec: flowdbg.Deb
         rec.fork(run_id, 1, {"input:text": "x"}, target=wf)
     with pytest.raises(flowdbg.ForkError, match=r"Draft .* does not fit the current code's Draft"):
         rec.fork(run_id, 1, {"output:text": ["not", "text"]}, target=wf)
+    # the view named without its colon: the store has no key 'output', and the message says
+    # how to name the view
+    with pytest.raises(flowdbg.ForkError, match=r"name the view: output:text$"):
+        rec.fork(run_id, 1, {"output.text": "x"}, target=wf)
 
 
 def test_a_fork_stops_at_a_breakpoint_and_an_edit_there_counts(rec: flowdbg.Debugger) -> None:

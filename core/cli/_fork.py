@@ -378,13 +378,16 @@ def runs_rerun(
                     f"calls served from the record: {calls.served}, run live: {calls.live}"
                     + (saved if calls.served else "")
                 )
+                # with --until-divergence the first differing call was not made: the rerun
+                # ended there
+                went = "ended the rerun" if calls.until_divergence else "ran live"
                 for live in calls.diverged:
                     where = "/".join(live.branch) or "the run"
                     out.line(
-                        f"  in {where}: {live.kind} {live.name!r} ran live ({live.reason} differs "
+                        f"  in {where}: {live.kind} {live.name!r} {went} ({live.reason} differs "
                         f"from step {live.recorded_step} of the record)"
                         if live.recorded_step is not None
-                        else f"  in {where}: {live.kind} {live.name!r} ran live (not in the record)"
+                        else f"  in {where}: {live.kind} {live.name!r} {went} (not in the record)"
                     )
             _divergence_after(out, dbg, run.run_id, handles)
     finally:

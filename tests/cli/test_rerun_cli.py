@@ -98,6 +98,13 @@ def test_rerun_serves_unchanged_calls_and_runs_changed_ones(run_cli: Cli, graphs
     assert stopped["run"]["status"] == "terminated"
     assert stopped["calls"]["until_divergence"] is True
     assert [d["recorded_step"] for d in stopped["calls"]["diverged"]] == [2]
+    text = run_cli("runs", "rerun", original["short_id"], "--until-divergence", input="", code=1)
+    assert calls.read_text().split() == ["chat", "search", "chat"]  # (again not made)
+    assert (
+        "in plan: llm 'chat' ended the rerun (input differs from step 2 of the record)"
+        in text.stdout
+    )
+    assert "ran live" not in text.stdout.split("calls served from the record")[1]
 
 
 def test_rerun_refusals(run_cli: Cli) -> None:

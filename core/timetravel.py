@@ -329,6 +329,14 @@ def plan_fork(
                 f"after steps {forkable()}"
             )
         problem = _problem(run, steps, found[0])
+        if (
+            problem is not None
+            and steps[found[0]].partial
+            and steps[found[0]].status == "completed"
+        ):
+            opaque = _opaque_paths(store.get_state(run.run_id, step))
+            if opaque:
+                problem += f" (in the state: {', '.join(opaque)})"
         if problem is None and problems is not None:
             problem = problems(store, run, steps).get(step)
         if problem is not None:
@@ -380,6 +388,28 @@ def plan_fork(
         output=output,
         decision=decision,
     )
+
+
+def _opaque_paths(value: Any, limit: int = 3) -> list[str]:
+    """Where ``value`` (as recorded) holds values stored as their repr, each with its type:
+    ``memory.tokenizer_fn (functools.partial)``; at most ``limit``."""
+    found: list[str] = []
+
+    def walk(item: Any, path: str) -> None:
+        if len(found) >= limit:
+            return
+        if isinstance(item, Mapping):
+            if "__repr__" in item:
+                found.append(f"{path or '(the state)'} ({item.get('__type__', '?')})")
+                return
+            for key, child in item.items():
+                walk(child, f"{path}.{key}" if path else str(key))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                walk(child, f"{path}[{index}]")
+
+    walk(value, "")
+    return found
 
 
 class Rewound(Terminated):

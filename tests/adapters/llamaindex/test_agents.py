@@ -355,3 +355,26 @@ def test_a_rerun_serves_the_agents_streamed_model_replies_and_runs_its_tool_live
         ]
     finally:
         dbg.close()
+
+
+def test_a_fork_of_an_agent_run_is_refused_naming_the_value_that_was_recorded_as_a_repr(
+    tmp_path: Any,
+) -> None:
+    # the agent keeps its memory in the context store; the memory's tokenizer is a
+    # functools.partial, which the record keeps as its repr: the state cannot be rebuilt, and
+    # the refusal says where that value is
+    model = Scripted(("search", {"query": "flights"}))
+    agent = FunctionAgent(tools=[search], llm=MockFunctionCallingLLM(response_generator=model))
+    dbg = flowdbg.Debugger(db=tmp_path / "f.db")
+    try:
+        dbg.attach(agent)
+        first = run_agent(dbg, agent, "find flights")
+        assert str(first.result(WAIT)) == "done: results for flights"
+        assert dbg.flush(WAIT) and first.run_id is not None
+        with pytest.raises(flowdbg.ForkError) as info:
+            dbg.fork(first.run_id, 2, target=agent)
+        message = str(info.value)
+        assert "in the state: memory.tokenizer_fn (functools.partial)" in message
+        assert message.endswith("it can be forked after steps 0")
+    finally:
+        dbg.close()

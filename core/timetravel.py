@@ -911,7 +911,7 @@ def divergence(
     :raises flowdbg.store.RunNotFound: if a run is unknown.
     """
     from flowdbg._diff import diff as state_diff
-    from flowdbg.store._base import _aligned, _value_at, graph_warnings
+    from flowdbg.store._base import Divergence, _aligned, _value_at, graph_warnings
     from flowdbg.store._ignore import IgnoreRules
 
     rules = IgnoreRules(ignore, strict=strict)
@@ -942,7 +942,26 @@ def divergence(
         rows_b = rows_b[: len(rows_a)]
     first = store._first_divergence(rows_a, rows_b, rules)
     old = new = None
-    if first is not None and first.kind == "state" and first.paths:
+    if first is None and run_a.status == run_b.status == "completed":
+        # the same units with the same outcomes, and yet another result: a fork whose edit
+        # reached the result without a unit after its step (an edit of the stop event a
+        # LlamaIndex step returned), or a framework whose result is more than its last unit's
+        result_a, result_b = rules.normalize(run_a.output, run_b.output)
+        changed = state_diff(result_a, result_b).paths
+        if changed:
+            first = Divergence(
+                kind="state",
+                step_a=None,
+                step_b=None,
+                node_a=None,
+                node_b=None,
+                detail="the runs' results differ",
+                paths=[f"result.{p}" if p else "result" for p in changed],
+            )
+            inner = changed[0]
+            old = _value_at(run_a.output, inner, None) if inner else run_a.output
+            new = _value_at(run_b.output, inner, None) if inner else run_b.output
+    elif first is not None and first.kind == "state" and first.paths:
         path = first.paths[0]
         values: list[Any] = []
         for run_id, step in ((run_a.run_id, first.step_a), (run_b.run_id, first.step_b)):

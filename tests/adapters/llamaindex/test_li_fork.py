@@ -119,6 +119,29 @@ def test_an_edit_of_the_steps_event_reaches_the_step_it_goes_to(rec: flowdbg.Deb
         rec.fork(run_id, 1, {"output.text": "x"}, target=wf)
 
 
+def test_a_fork_after_the_last_step_with_an_edited_result_reports_the_results_differ(
+    rec: flowdbg.Debugger,
+) -> None:
+    wf = Writer(timeout=10)
+    run_id = recorded(rec, wf)
+    fork = rec.fork(run_id, 3, {"output:result": "EDITED"}, target=wf)
+    assert fork.result(timeout=WAIT) == "EDITED"  # no step ran after the stop event
+    assert rec.flush(WAIT) and rec.store is not None and fork.run_id is not None
+    report = rec.store.divergence(run_id, fork.run_id)
+    first = report.first
+    assert first is not None and first.detail == "the runs' results differ"
+    assert (first.step_b, first.paths, report.old, report.new) == (
+        None,
+        ["result"],
+        "notes on forks.",
+        "EDITED",
+    )
+    same = rec.fork(run_id, 3, target=wf)  # nothing edited: nothing differs
+    assert same.result(timeout=WAIT) == "notes on forks."
+    assert rec.flush(WAIT) and same.run_id is not None
+    assert rec.store.divergence(run_id, same.run_id).first is None
+
+
 def test_a_fork_stops_at_a_breakpoint_and_an_edit_there_counts(rec: flowdbg.Debugger) -> None:
     wf = Writer(timeout=10)
     run_id = recorded(rec, wf)

@@ -303,8 +303,9 @@ def _make_run_streamed(original: Any) -> Any:
         finally:
             ACTIVE.reset(token)
         agent_run.result = result
-        if agent_run.scope.parent_unit is None:
-            agent_run.scope.cancelled_by_caller = agent_run.cancelled
+        # also for a run nested in a unit (a tool consuming a streamed run of its own): its
+        # consumer's cancel() ends the units it goes through terminated, as at the top level
+        agent_run.scope.cancelled_by_caller = agent_run.cancelled
         task = getattr(result, "run_loop_task", None)
         if task is None:  # an SDK without the public task: the run ends with the stream
             _unwrap_run_tools(tools)

@@ -489,6 +489,12 @@ def _plan(target: Any, point: ForkPoint) -> _Start:
     from flowdbg.timetravel import ForkError
 
     if point.node is None:  # from the run's input
+        if _edits_output(point):
+            raise ForkError(
+                "'output:' edits change the result of a tool call; a fork from step 0 starts "
+                "from the run's input: edit it (a path alone, '[0].content' of a list of "
+                "items), or fork after a tool call"
+            )
         agent_named(target, point.run.name)
         return _Start(point.run.name, None)
     if point.step == 0:
@@ -536,6 +542,13 @@ def _opaque(state: Any) -> bool:
     return isinstance(state, Mapping) and set(state) == _OPAQUE
 
 
+def _no_mapping(point: ForkPoint) -> bool:
+    """Whether the run's context is no mapping: read from the state the run started with,
+    which no edit of the fork has changed (else from the point's state)."""
+    initial = point.run.initial_state
+    return _opaque(point.state if initial is None else initial)
+
+
 def check_fork(target: Any, point: ForkPoint) -> None:
     """Refuse what the record or the current agents cannot start from (see the module's
     docstring)."""
@@ -551,7 +564,7 @@ def check_fork(target: Any, point: ForkPoint) -> None:
         except RunOptionError as exc:
             raise ForkError(f"the input of run {point.run.run_id[:8]}: {exc}") from exc
         return
-    if _opaque(point.state):
+    if _no_mapping(point):
         edited = [p for p in point.edits if not str(p).startswith("output:")]
         if edited:
             raise ForkError(
@@ -580,7 +593,7 @@ def _context(target: Any, point: ForkPoint, options: RunOptions) -> tuple[Any, d
     config = point.run.config
     recorded = config.get("context") if isinstance(config, Mapping) else None
     state = point.state if point.node is not None else point.run.initial_state
-    if isinstance(state, Mapping) and not _opaque(state):
+    if isinstance(state, Mapping) and not _no_mapping(point):
         if given and context != recorded:
             raise ForkError(
                 f"the run context of a fork after step {point.step} is the state the record "

@@ -243,7 +243,12 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 _NO_ARGUMENTS,
             ),
             "test_recorded_state_changes_only_at_the_units_that_commit_it": _CALLS_WRITE,
-            "test_a_fork_holds_at_breakpoints_and_takes_edits_there": _TOOL_INPUT,
+            "test_a_fork_holds_at_breakpoints_and_takes_edits_there": (
+                "the fork holds before c, whose input is its arguments: the edit of x there "
+                "reaches c (y = 4) but not the run context's x, which c does not write, where "
+                "the test reads x = 3 in the result (the fork holding and taking the edit is "
+                "tested in tests/adapters/openai_agents/test_agents_fork.py)"
+            ),
             "test_a_call_inside_a_unit_is_refused": (
                 "an agent run's state is whole after the tool call that ends a model turn, so a "
                 "fork starts there: the tools scenario's first call (search) is forkable; the "

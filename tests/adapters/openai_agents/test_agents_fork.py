@@ -406,3 +406,21 @@ def test_runs_fork_refuses_a_model_turn_naming_the_forkable_steps(desk_run: str)
     assert result.exit_code != 0
     assert "is a model turn that planned tool calls" in result.output
     assert "it can be forked after steps 0, 3, 5" in result.output
+
+
+def test_runs_fork_debugs_the_fork_at_a_breakpoint(desk_run: str) -> None:
+    out = flowdbg_cli(
+        "runs",
+        "fork",
+        desk_run,
+        "--step",
+        "3",
+        "--set",
+        "output:paid=40",
+        "-b",
+        "refund",
+        input="p amount\nset amount = 5\nc\n",
+    )
+    assert f"forking run {desk_run} after step 3 with " in out
+    assert "(flowdbg) p amount\n40" in out
+    assert "Done: refunded 5 EUR" in out

@@ -195,6 +195,11 @@ class _Record:
                 "a value the record keeps"
             )
         if step.kind == "handoff":
+            if len(turn.unmatched) != 1:
+                return (
+                    f"the record cannot tell which call of its model turn (step "
+                    f"{turn.llm.step}) was the handoff"
+                )
             return None
         if turn.handoff is not None:
             return (

@@ -414,6 +414,14 @@ class Adapter(abc.ABC):
     #: what the step returned); other views are refused before anything runs
     fork_views: ClassVar[frozenset[str]] = frozenset()
 
+    #: whether :meth:`fork_problems` judges every unit of a run, the units inside others
+    #: included: the core then leaves out its rule that a fork starts only after one of the
+    #: run's own nodes (a unit of kind ``node`` at its top level) and keeps its others (the
+    #: step completed, its values are whole). For a framework whose state is whole between
+    #: calls inside a unit rather than between its top-level units (an agent run's
+    #: conversation, after a tool call of the agent's)
+    fork_any_unit: ClassVar[bool] = False
+
     def fork_problems(
         self, store: Store, run: RunRecord, steps: Sequence[StepRecord]
     ) -> Mapping[int, str]:

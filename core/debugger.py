@@ -1093,6 +1093,7 @@ class Debugger:
             edits,
             problems=adapter.fork_problems,
             views=sorted(adapter.fork_views),
+            any_unit=adapter.fork_any_unit,
         )
         adapter.check_fork(target, point)
         return point, target, ref, adapter
@@ -1588,6 +1589,7 @@ class Debugger:
                 edits,
                 problems=adapter.fork_problems,
                 views=sorted(adapter.fork_views),
+                any_unit=adapter.fork_any_unit,
             )
             adapter.check_fork(root.target, point)
         except ForkError as exc:

@@ -140,11 +140,13 @@ class RunScope:
         #: free for the adapter's own bookkeeping of this run (dropped when the run ends)
         self.adapter_data: Any = None
         #: set by an adapter whose framework lets the run's caller cancel it on purpose (a
-        #: streamed OpenAI Agents run's ``result.cancel()``), on the top-level run:
+        #: streamed OpenAI Agents run's ``result.cancel()``), on that run (top-level, or nested
+        #: in a unit of another: a tool consuming a streamed run of its own):
         #: ``cancelled_by_caller(exc)`` gives the :class:`flowdbg.Terminated` that a
-        #: cancellation ``exc`` leaving a unit of the run tree ends the unit with (status
-        #: ``terminated``, not ``failed``) when the caller cancelled the run, else ``None``.
-        #: The exception raised on is still ``exc``: the framework's own cancellation goes on.
+        #: cancellation ``exc`` leaving a unit of the run (or of a run nested in it) ends the
+        #: unit with (status ``terminated``, not ``failed``) when the caller cancelled the run,
+        #: else ``None`` (see :meth:`stopped_by_caller`). The exception raised on is still
+        #: ``exc``: the framework's own cancellation goes on.
         self.cancelled_by_caller: Callable[[BaseException], BaseException | None] | None = None
         #: a rerun's recorded model and tool calls (top-level runs of a rerun only; see
         #: :meth:`Unit.recorded`)
@@ -244,6 +246,21 @@ class RunScope:
     def root(self) -> RunScope:
         """The top-level run this scope belongs to."""
         return self if self._root is None else self._root
+
+    def stopped_by_caller(self, exc: BaseException) -> BaseException | None:
+        """What a cancellation ``exc`` leaving a unit of this run ends the unit with when a
+        caller cancelled a run around it on purpose: the :class:`flowdbg.Terminated` given by
+        the :attr:`cancelled_by_caller` of the innermost such run (this run first, then the
+        runs it is nested in), else ``None``."""
+        scope: RunScope | None = self
+        while scope is not None:
+            by_caller = scope.cancelled_by_caller
+            stopped = None if by_caller is None else by_caller(exc)
+            if stopped is not None:
+                return stopped
+            parent = scope.parent_unit
+            scope = None if parent is None else parent.run
+        return None
 
     def _release(self) -> None:
         """Forget the finished units and child runs (the controller calls this when the run
@@ -889,12 +906,11 @@ class Unit:
         the task this unit runs in, else ``exc``. A call a unit makes (a tool, a model) runs in
         the unit's task: held at a stop there when the run is terminated, it sees the
         cancellation of the enclosing unit's task before the stop hands it its Terminated.
-        A cancellation by the run's caller gives what :attr:`RunScope.cancelled_by_caller`
+        A cancellation by the run's caller gives what :meth:`RunScope.stopped_by_caller`
         says."""
         root = self.run.root
         if not root.terminated or not self.run.ctl.cancelled_units(root):
-            by_caller = root.cancelled_by_caller
-            stopped = None if by_caller is None else by_caller(exc)
+            stopped = self.run.stopped_by_caller(exc)
             return exc if stopped is None else stopped
         terminated = root.termination()
         terminated.__cause__ = exc

@@ -90,6 +90,9 @@ class ForkPoint:
     #: the step's decision as recorded (:attr:`next` is its list of nodes), ``None`` for step
     #: 0 of a run started afresh (a LlamaIndex step's ``{step: event type}``)
     decision: Any = None
+    #: the store holding the run, for an adapter that rebuilds more than the step's own
+    #: values from the record (an agent run's conversation, from its model turns and calls)
+    store: Store | None = field(default=None, compare=False, repr=False)
 
     def with_output(self, output: Any) -> ForkPoint:
         """This point with ``output`` as what the step returned, the ``output:`` edits of
@@ -155,10 +158,12 @@ def _problem(
     steps: Sequence[StepRecord],
     index: int,
     groups: dict[int, list[StepRecord]] | None = None,
+    any_unit: bool = False,
 ) -> str | None:
-    """Why the run cannot be forked after ``steps[index]``, or ``None`` when it can."""
+    """Why the run cannot be forked after ``steps[index]``, or ``None`` when it can (with
+    ``any_unit``, a unit inside another is left for the adapter to judge)."""
     step = steps[index]
-    if not _top_level(run, step):
+    if not any_unit and not _top_level(run, step):
         where = "/".join((*step.path, step.node))
         what = {"llm": "model call", "tool": "tool call"}.get(step.kind, f"{step.kind} unit")
         return (
@@ -212,20 +217,26 @@ def _started_after(store: Store, run: RunRecord) -> StepRecord:
 
 
 def forkable_steps(
-    run: RunRecord, steps: Sequence[StepRecord], refused: Mapping[int, str] | None = None
+    run: RunRecord,
+    steps: Sequence[StepRecord],
+    refused: Mapping[int, str] | None = None,
+    *,
+    any_unit: bool = False,
 ) -> list[int]:
     """The steps of ``run`` a fork can start after (``0``: from its input), in order.
 
     :param steps: the run's steps (values are not needed).
     :param refused: steps the run's adapter cannot fork from besides (see
         :meth:`flowdbg.Adapter.fork_problems`), step -> reason.
+    :param any_unit: the adapter judges the units inside others too
+        (:attr:`flowdbg.Adapter.fork_any_unit`).
     """
     groups = _supersteps(run, steps)
     refused = refused or {}
     return [0] + [
         s.step
         for i, s in enumerate(steps)
-        if s.step not in refused and _problem(run, steps, i, groups) is None
+        if s.step not in refused and _problem(run, steps, i, groups, any_unit) is None
     ]
 
 
@@ -277,6 +288,7 @@ def plan_fork(
     *,
     problems: Problems | None = None,
     views: Sequence[str] = (),
+    any_unit: bool = False,
 ) -> ForkPoint:
     """Read where a fork of ``run_id`` after ``step`` starts, with ``edits`` applied.
 
@@ -290,6 +302,8 @@ def plan_fork(
     :param views: the views besides the state that edits may name (``"output"``: what the
         step returned, :attr:`ForkPoint.output`), as the adapter starts from them
         (:attr:`flowdbg.Adapter.fork_views`); an edit naming another view is refused.
+    :param any_unit: ``problems`` judges the units inside others too, which the core would
+        refuse as calls inside a node (:attr:`flowdbg.Adapter.fork_any_unit`).
     :raises flowdbg.store.RunNotFound: for an unknown run.
     :raises ForkError: for a nested run, or a step that is unknown or cannot be forked from
         (the message names the steps that can), or an edit whose path does not fit the state.
@@ -319,7 +333,7 @@ def plan_fork(
 
         def forkable() -> str:
             refused = {} if problems is None else problems(store, run, steps)
-            return _listing(forkable_steps(run, steps, refused))
+            return _listing(forkable_steps(run, steps, refused, any_unit=any_unit))
 
         found = [i for i, s in enumerate(steps) if s.step == step]
         if not found:
@@ -328,7 +342,7 @@ def plan_fork(
                 f"run {short} has no step {step} (its steps are 1..{last}); it can be forked "
                 f"after steps {forkable()}"
             )
-        problem = _problem(run, steps, found[0])
+        problem = _problem(run, steps, found[0], any_unit=any_unit)
         if (
             problem is not None
             and steps[found[0]].partial
@@ -387,6 +401,7 @@ def plan_fork(
         edits=applied,
         output=output,
         decision=decision,
+        store=store,
     )
 
 
@@ -927,9 +942,18 @@ def divergence(
         forked = next((row.step for row in rows_a if row.step.step == from_step), None)
         if forked is not None:
             # the units after the fork step: those that started once it had ended (the calls
-            # inside it are numbered after it but belong to it)
+            # inside it are numbered after it but belong to it), and those it ran inside (a
+            # fork after a call inside a unit, an agent's tool call, runs that unit again)
             cut = forked.ended_at if forked.ended_at is not None else forked.started_at
-            rows_a = [row for row in rows_a if row.step.started_at >= cut]
+            later = {tuple(row.step.path) for row in rows_a if row.step.started_at >= cut}
+            around = tuple(forked.path)
+
+            def goes_on(step: StepRecord) -> bool:
+                # a unit the fork step ran inside, with units of its own after it
+                own = (*step.path, step.node)
+                return own == around[: len(own)] and any(p[: len(own)] == own for p in later)
+
+            rows_a = [row for row in rows_a if row.step.started_at >= cut or goes_on(row.step)]
     edited: list[str] = []
     if origin in ("fork", "rewind"):
         # the fork's input is the state it started from: where it differs, it was edited

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
@@ -31,6 +31,9 @@ from flowdbg.patching import LOCK, Patch, patch, unpatch
 
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
+    from flowdbg.records import RunRecord, StepRecord
+    from flowdbg.store import Store
+    from flowdbg.timetravel import ForkPoint
 
 __all__ = ["OpenAIAgentsAdapter"]
 
@@ -303,8 +306,9 @@ def _make_run_streamed(original: Any) -> Any:
         finally:
             ACTIVE.reset(token)
         agent_run.result = result
-        if agent_run.scope.parent_unit is None:
-            agent_run.scope.cancelled_by_caller = agent_run.cancelled
+        # also for a run nested in a unit (a tool consuming a streamed run of its own): its
+        # consumer's cancel() ends the units it goes through terminated, as at the top level
+        agent_run.scope.cancelled_by_caller = agent_run.cancelled
         task = getattr(result, "run_loop_task", None)
         if task is None:  # an SDK without the public task: the run ends with the stream
             _unwrap_run_tools(tools)
@@ -356,6 +360,19 @@ def _patch_runner() -> list[Patch]:
     return patches
 
 
+def run_kwargs(options: RunOptions) -> dict[str, Any]:
+    """``Runner.run``'s keyword arguments for ``options.config`` (``max_turns``, ``context``,
+    the rest as ``run_config``)."""
+    config = dict(options.config or {})
+    kwargs: dict[str, Any] = {}
+    for key in ("max_turns", "context"):
+        if key in config:
+            kwargs[key] = config.pop(key)
+    if config:
+        kwargs["run_config"] = config
+    return kwargs
+
+
 class OpenAIAgentsAdapter(Adapter):
     """Debug OpenAI Agents SDK agents: runs, model turns, tool calls and handoffs."""
 
@@ -379,8 +396,13 @@ class OpenAIAgentsAdapter(Adapter):
             Capability.LLM_CALLS,
             Capability.HANDOFFS,
             Capability.CACHED_CALLS,
+            Capability.FORK,
         }
     )
+    #: ``output:`` edits of a fork change the result of the tool call it starts after
+    fork_views = frozenset({"output"})
+    #: an agent run's conversation is whole after calls inside its agent's unit
+    fork_any_unit = True
 
     def matches(self, target: Any) -> bool:
         return _is_agent(target)
@@ -494,14 +516,7 @@ class OpenAIAgentsAdapter(Adapter):
                 )
 
     def _kwargs(self, options: RunOptions) -> dict[str, Any]:
-        config = dict(options.config or {})
-        kwargs: dict[str, Any] = {}
-        for key in ("max_turns", "context"):
-            if key in config:
-                kwargs[key] = config.pop(key)
-        if config:
-            kwargs["run_config"] = config
-        return kwargs
+        return run_kwargs(options)
 
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         from agents import Runner
@@ -531,6 +546,31 @@ class OpenAIAgentsAdapter(Adapter):
 
     def cli_options(self) -> Sequence[Any]:
         return ()
+
+    # -- forks: see _fork.py --
+
+    def fork_problems(
+        self, store: Store, run: RunRecord, steps: Sequence[StepRecord]
+    ) -> Mapping[int, str]:
+        from flowdbg.adapters.openai_agents._fork import fork_problems
+
+        return fork_problems(store, run, steps)
+
+    def check_fork(self, target: Any, point: ForkPoint) -> None:
+        from flowdbg.adapters.openai_agents._fork import check_fork
+
+        super().check_fork(target, point)
+        check_fork(target, point)
+
+    def fork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        from flowdbg.adapters.openai_agents._fork import fork
+
+        return fork(target, point, options)
+
+    async def afork(self, target: Any, point: ForkPoint, options: RunOptions | None = None) -> Any:
+        from flowdbg.adapters.openai_agents._fork import afork
+
+        return await afork(target, point, options)
 
     def demo(self) -> Demo | None:
         from flowdbg.adapters.openai_agents._demo import DEMO

@@ -538,8 +538,7 @@ class AgentRun:
             for unit in (self.llm_unit, self.agent_unit):
                 if unit is not None:
                     unit.discard(raised)
-            by_caller = self.scope.root.cancelled_by_caller
-            stopped = None if by_caller is None or raised is not exc else by_caller(exc)
+            stopped = None if raised is not exc else self.scope.stopped_by_caller(exc)
             if stopped is not None:  # a run nested in a streamed run its consumer cancelled
                 self.scope.end(error=stopped)
                 return raised

@@ -292,6 +292,15 @@ class AdapterFixtures(abc.ABC):
         update) names both (``{"x": 5, "output:x": 5}``)."""
         return edits
 
+    def fork_result(
+        self, dbg: Debugger, scn: Scenario, fork: RunHandle, timeout: float
+    ) -> dict[str, Any]:
+        """A scenario's result, as :attr:`Scenario.normalize` gives it, of a fork (whose
+        result is what ``Adapter.fork`` returns, as ``Adapter.invoke`` would: an OpenAI
+        agent's final output, where the scenario reads the run context), waiting at most
+        ``timeout`` seconds."""
+        return scn.normalize(fork.result(timeout))
+
     def reply_text(self, output: Any) -> Any:
         """The text of a model reply as an ``llm`` unit's output holds it (the output itself by
         default; a framework returning message objects gives their content)."""

@@ -19,7 +19,27 @@ class AbstractForkTests(SuiteBase):
     """:meth:`flowdbg.Debugger.fork` on the canonical scenarios: a fork at any step of a run,
     with nothing edited, ends as the run did; an edit at a fork changes the result as it would
     have in the run; a step that cannot be forked from is refused with the reason and the steps
-    that can. The fork runs the scenario's target as built (the "current code")."""
+    that can. The fork runs the scenario's target as built (the "current code").
+
+    Steps are named as a graph numbers its nodes (step 1: the scenario's first unit) and
+    mapped onto the record through :meth:`AdapterFixtures.placement` (the scenario's units
+    may be calls inside the framework's own: an agent's tool calls)."""
+
+    def _own(self, dbg: flowdbg.Debugger, run_id: str) -> list[Any]:
+        """The steps of the scenario's own units in run ``run_id`` (see the class)."""
+        store = dbg.store
+        assert store is not None
+        where = (*store.get_run(run_id).path, *self.place.path)
+        return [
+            s for s in store.get_steps(run_id, kind=self.scenario_kind) if tuple(s.path) == where
+        ]
+
+    def _step(self, dbg: flowdbg.Debugger, run_id: str, step: int) -> int:
+        """The record's step of the scenario's unit number ``step`` (0: the run's input)."""
+        return step and self._own(dbg, run_id)[step - 1].step
+
+    def _result(self, dbg: flowdbg.Debugger, scn: Scenario, fork: flowdbg.RunHandle) -> Any:
+        return self.fork_result(dbg, scn, fork, WAIT)
 
     def _record(self, dbg: flowdbg.Debugger, scn: Scenario) -> str:
         run = self.launch(dbg, scn)
@@ -35,7 +55,8 @@ class AbstractForkTests(SuiteBase):
         step: int,
         edits: dict[str, Any] | None = None,
     ) -> flowdbg.RunHandle:
-        fork = dbg.fork(run_id, step, edits and self.fork_edits(edits), target=scn.target)
+        at = self._step(dbg, run_id, step)
+        fork = dbg.fork(run_id, at, edits and self.fork_edits(edits), target=scn.target)
         self._harness.handles.append(fork)
         return fork
 
@@ -47,7 +68,8 @@ class AbstractForkTests(SuiteBase):
         run, steps = store.get_run(run_id), store.get_steps(run_id, values=False)
         adapter = self.adapter_info().adapter
         refused = {} if adapter is None else adapter.fork_problems(store, run, steps)
-        return forkable_steps(run, steps, refused)
+        any_unit = adapter is not None and adapter.fork_any_unit
+        return forkable_steps(run, steps, refused, any_unit=any_unit)
 
     @requires(Capability.FORK)
     @pytest.mark.parametrize(
@@ -58,18 +80,13 @@ class AbstractForkTests(SuiteBase):
     ) -> None:
         scn = self.scenario(name)
         run_id = self._record(dbg, scn)
-        store = dbg.store
-        assert store is not None
-        own = [
-            s.step
-            for s in store.get_steps(run_id, kind=self.unit_kind)
-            if tuple(s.path) == tuple(store.get_run(run_id).path)
-        ]
+        own = [s.step for s in self._own(dbg, run_id)]
         forkable = self._forkable(dbg, run_id)
         assert forkable == [0, *own], "every unit of a run without parallel branches forks"
-        for step in forkable:
-            fork = self._fork(dbg, scn, run_id, step)
-            assert scn.normalize(fork.result(WAIT)) == dict(EXPECTED[name]), f"after step {step}"
+        for number in range(len(own) + 1):
+            fork = self._fork(dbg, scn, run_id, number)
+            result = self._result(dbg, scn, fork)
+            assert result == dict(EXPECTED[name]), f"after unit {number}"
 
     @requires(Capability.FORK)
     def test_a_fork_runs_only_the_steps_after_its_own_and_records_where_it_came_from(
@@ -78,15 +95,16 @@ class AbstractForkTests(SuiteBase):
         scn = self.scenario("linear")
         run_id = self._record(dbg, scn)
         fork = self._fork(dbg, scn, run_id, 1)
-        assert scn.normalize(fork.result(WAIT)) == dict(EXPECTED["linear"])
+        assert self._result(dbg, scn, fork) == dict(EXPECTED["linear"])
         assert dbg.flush(WAIT) and fork.run_id is not None
         store = dbg.store
         assert store is not None
         recorded = store.get_run(fork.run_id)
-        assert (recorded.origin, recorded.forked_from, recorded.fork_step) == ("fork", run_id, 1)
+        at = self._step(dbg, run_id, 1)
+        assert (recorded.origin, recorded.forked_from, recorded.fork_step) == ("fork", run_id, at)
         assert recorded.status == "completed"
-        assert recorded.input == store.get_state(run_id, 1)
-        assert [s.node for s in store.get_steps(fork.run_id, kind=self.unit_kind)] == ["b", "c"]
+        assert recorded.input == store.get_state(run_id, at)
+        assert [s.node for s in self._own(dbg, fork.run_id)] == ["b", "c"]
         assert [r.run_id for r in store.list_forks(run_id)] == [fork.run_id]
 
     @requires(Capability.FORK)
@@ -94,7 +112,7 @@ class AbstractForkTests(SuiteBase):
         scn = self.scenario("linear")
         run_id = self._record(dbg, scn)
         fork = self._fork(dbg, scn, run_id, 1, {"x": 5})
-        assert scn.normalize(fork.result(WAIT)) == {"x": 50, "y": 51}
+        assert self._result(dbg, scn, fork) == {"x": 50, "y": 51}
 
     @requires(Capability.FORK)
     def test_a_fork_of_a_fork_from_its_input_goes_on_where_the_fork_started(
@@ -103,10 +121,10 @@ class AbstractForkTests(SuiteBase):
         scn = self.scenario("linear")
         run_id = self._record(dbg, scn)
         fork = self._fork(dbg, scn, run_id, 1, {"x": 5})
-        assert scn.normalize(fork.result(WAIT)) == {"x": 50, "y": 51}
+        assert self._result(dbg, scn, fork) == {"x": 50, "y": 51}
         assert dbg.flush(WAIT) and fork.run_id is not None
         again = self._fork(dbg, scn, fork.run_id, 0)  # its input: the state after a, edited
-        assert scn.normalize(again.result(WAIT)) == {"x": 50, "y": 51}
+        assert self._result(dbg, scn, again) == {"x": 50, "y": 51}
         with pytest.raises(flowdbg.ForkError, match="its input is the state it started from"):
             dbg.rerun(fork.run_id, target=scn.target)
 
@@ -115,7 +133,7 @@ class AbstractForkTests(SuiteBase):
         scn = self.scenario("branch_positive")
         run_id = self._record(dbg, scn)
         fork = self._fork(dbg, scn, run_id, 1, {"x": -1})
-        assert scn.normalize(fork.result(WAIT)) == dict(EXPECTED["branch_negative"])
+        assert self._result(dbg, scn, fork) == dict(EXPECTED["branch_negative"])
 
     @requires(Capability.FORK)
     def test_a_fork_holds_at_breakpoints_and_takes_edits_there(self, dbg: flowdbg.Debugger) -> None:
@@ -129,7 +147,7 @@ class AbstractForkTests(SuiteBase):
         assert dbg.inspect("x") == 20
         dbg.set("x", 3)
         dbg.resume()
-        assert scn.normalize(fork.result(WAIT)) == {"x": 3, "y": 4}
+        assert self._result(dbg, scn, fork) == {"x": 3, "y": 4}
 
     @requires(Capability.FORK, Capability.PARALLEL_BRANCHES, Capability.SUPERSTEPS)
     def test_a_step_between_parallel_branches_is_refused_naming_the_forkable_ones(
@@ -147,8 +165,9 @@ class AbstractForkTests(SuiteBase):
             dbg.fork(run_id, branches[0], target=scn.target)
         assert str(info.value).endswith(f"it can be forked after steps {listed}")
         for step in forkable:
-            fork = self._fork(dbg, scn, run_id, step)
-            assert scn.normalize(fork.result(WAIT)) == dict(EXPECTED["parallel"]), step
+            fork = dbg.fork(run_id, step, target=scn.target)
+            self._harness.handles.append(fork)
+            assert self._result(dbg, scn, fork) == dict(EXPECTED["parallel"]), step
 
     @requires(Capability.FORK, Capability.TOOL_CALLS)
     def test_a_call_inside_a_unit_is_refused(self, dbg: flowdbg.Debugger) -> None:
@@ -167,7 +186,12 @@ class AbstractForkTests(SuiteBase):
     ) -> None:
         scn = self.scenario("linear")
         run_id = self._record(dbg, scn)
-        with pytest.raises(flowdbg.ForkError, match=r"has no step 99 \(its steps are 1\.\.3\)"):
+        store = dbg.store
+        assert store is not None
+        last = store.get_steps(run_id, values=False)[-1].step
+        with pytest.raises(
+            flowdbg.ForkError, match=rf"has no step 99 \(its steps are 1\.\.{last}\)"
+        ):
             dbg.fork(run_id, 99, target=scn.target)
 
 

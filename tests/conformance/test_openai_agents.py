@@ -165,6 +165,15 @@ def _scenario(agent: Agent[Any], input: Any, **extra: Any) -> Scenario:
     )
 
 
+class _Context:
+    """A recorded run context standing for the result the scenarios normalize (their
+    ``normalize`` reads ``result.context_wrapper.context``)."""
+
+    def __init__(self, context: Any) -> None:
+        self.context_wrapper = self
+        self.context = dict(context)
+
+
 class OpenAIAgentsFixtures(AdapterFixtures):
     """The canonical scenarios as OpenAI Agents SDK runs.
 
@@ -234,6 +243,18 @@ class OpenAIAgentsFixtures(AdapterFixtures):
                 _NO_ARGUMENTS,
             ),
             "test_recorded_state_changes_only_at_the_units_that_commit_it": _CALLS_WRITE,
+            "test_a_fork_holds_at_breakpoints_and_takes_edits_there": (
+                "the fork holds before c, whose input is its arguments: the edit of x there "
+                "reaches c (y = 4) but not the run context's x, which c does not write, where "
+                "the test reads x = 3 in the result (the fork holding and taking the edit is "
+                "tested in tests/adapters/openai_agents/test_agents_fork.py)"
+            ),
+            "test_a_call_inside_a_unit_is_refused": (
+                "an agent run's state is whole after the tool call that ends a model turn, so a "
+                "fork starts there: the tools scenario's first call (search) is forkable; the "
+                "steps refused (a turn that planned calls, a call with siblings to come, the "
+                "agent) are tested in tests/adapters/openai_agents/test_agents_fork.py"
+            ),
             "test_a_model_reply_edited_after_the_call_is_what_the_unit_gets": (
                 "the SDK rejects a changed model response (it checks tool call ids against "
                 "it), so the adapter refuses an edit of an llm unit's output with EditRefused "
@@ -263,6 +284,20 @@ class OpenAIAgentsFixtures(AdapterFixtures):
         assert rerun.result(timeout) == "finished"
         assert dbg.flush(timeout) and dbg.store is not None and rerun.run_id is not None
         return dict(dbg.store.get_state(rerun.run_id))
+
+    def fork_edits(self, edits: dict[str, Any]) -> dict[str, Any]:
+        # the router model reads the state from the conversation, where the forked tool
+        # call's result says what it wrote: an edit names both the run context and that result
+        return {**edits, **{f"output:{path}": value for path, value in edits.items()}}
+
+    def fork_result(
+        self, dbg: flowdbg.Debugger, scn: Scenario, fork: flowdbg.RunHandle, timeout: float
+    ) -> dict[str, Any]:
+        # a fork's result is the final output (as Adapter.invoke's); the scenario's result is
+        # the run context, which the record keeps as the state after the last step
+        fork.result(timeout)
+        assert dbg.flush(timeout) and dbg.store is not None and fork.run_id is not None
+        return scn.normalize(_Context(dbg.store.get_state(fork.run_id)))
 
     def placement(self, scenario: str) -> Placement:
         if scenario in ("tools", "handoff"):  # the agents' own scenarios: agents are the units

@@ -1026,6 +1026,77 @@ def test_a_tool_call_the_consumer_cancels_ends_terminated(
     assert started.is_set() is not held  # held before its body: the body never ran
 
 
+@pytest.mark.parametrize("held", [False, True], ids=["running", "held_at_a_stop"])
+def test_a_streamed_run_nested_in_a_tool_that_its_consumer_cancels_ends_terminated(
+    tmp_path: Any, held: bool
+) -> None:
+    started = threading.Event()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    @function_tool
+    async def slow() -> str:
+        """Take a long time."""
+        started.set()
+        await asyncio.sleep(WAIT * 3)
+        return "late"
+
+    inner = oa.agent("slowpoke", [oa.calls(("slow", {}, "c1")), *oa.answer(lambda c: "?")])
+    inner.tools = [slow]
+
+    @function_tool
+    async def ask() -> str:
+        """Ask another agent, reading its stream."""
+        result = Runner.run_streamed(inner, "go")
+        loop = asyncio.get_running_loop()
+        box["cancel"] = lambda: loop.call_soon_threadsafe(result.cancel)
+        ready.set()
+        async for _ in result.stream_events():
+            pass
+        return f"it said {result.final_output}"
+
+    outer = oa.agent(
+        "asker", [oa.calls(("ask", {}, "o1")), *oa.answer(lambda c: oa.outputs(c)[-1])]
+    )
+    outer.tools = [ask]
+    recording = flowdbg.Debugger(db=tmp_path / "runs.db")
+    try:
+        recording.attach(outer)
+        if held:
+            # (the agent the tool runs is built by the tool's code: attach cannot see it)
+            with pytest.warns(flowdbg.errors.BreakpointWarning, match="unknown tool 'slow'"):
+                recording.break_on_tool("slow")
+        run = recording.start(lambda: oa.run_sync(outer, "hi"))
+        assert ready.wait(WAIT)
+        if held:
+            stop = recording.wait_for_stop(WAIT)
+            assert stop is not None and stop.location.node == "slow"
+        else:
+            assert started.wait(WAIT)
+        box["cancel"]()
+        # the tool's consumer stopped its stream on purpose: the outer run goes on
+        assert run.result(WAIT).final_output == "it said None"
+        assert recording.stops == []
+        assert recording.flush(WAIT)
+        store = recording.store
+        assert store is not None
+        (top,) = store.list_runs()
+        assert top.status == "completed"
+        (nested,) = store.list_runs(parent=top.run_id)
+        assert nested.name == "slowpoke"
+        assert nested.status == "terminated"
+        assert nested.error is not None and nested.error.type == "Terminated"
+        assert "result.cancel(mode='immediate')" in nested.error.message
+        steps = store.get_steps(nested.run_id)
+        assert [(s.node, s.status) for s in steps if s.kind in ("tool", "agent")] == [
+            ("slowpoke", "terminated"),
+            ("slow", "terminated"),
+        ]
+        assert started.is_set() is not held  # held before its body: the body never ran
+    finally:
+        recording.close()
+
+
 # ---------------------------------------------------------------------------- install
 
 

@@ -471,6 +471,10 @@ class OpenAIAgentsAdapter(Adapter):
 
     # -- running an agent: what ``flowdbg run`` and ``flowdbg demo`` use --
 
+    def config_example(self, target: Any) -> str | None:
+        # Runner.run's own keywords, the rest a RunConfig's fields (see _run_kwargs)
+        return '{"context": {"user_id": "42"}, "max_turns": 5}'
+
     def is_async(self, target: Any) -> bool:
         return False
 

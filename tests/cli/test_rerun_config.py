@@ -104,7 +104,8 @@ def test_rerun_config_must_be_a_json_object(agent_cli: Cli) -> None:
     assert "configurable" not in message  # no LangGraph example for an agent's run
     message = agent_cli.error("runs", "rerun", run_id, "--config", "{", code=1)
     assert message.startswith("error: --config is not valid JSON: ")
-    # the target is read before the config (whose example is its adapter's): a fork, which
-    # this adapter cannot make, is refused for that first
+    # the target is read before the config, whose example is its adapter's
+    assert """e.g. --config '{"context": {"user_id": "42"}, "max_turns": 5}'""" in message
     message = agent_cli.error("runs", "fork", run_id, "--step", "0", "--config", "{", code=1)
-    assert "cannot fork runs" in message
+    assert message.startswith("error: --config is not valid JSON: ")
+    assert '"max_turns": 5' in message

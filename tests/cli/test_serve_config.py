@@ -118,6 +118,5 @@ def test_a_config_that_is_no_json_object_gets_no_other_frameworks_example(
         # an agent's run takes no LangGraph configurable
         assert "configurable" not in message
         assert message.endswith(
-            """give a JSON object (what adapter 'openai_agents' passes to the run), e.g. """
-            """--config '{"key": "value"}'"""
+            """e.g. --config '{"context": {"user_id": "42"}, "max_turns": 5}'"""
         )

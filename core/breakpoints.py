@@ -408,8 +408,18 @@ class _Compiled:
 
             if not bp.watch_path:
                 raise BreakpointError("a watch needs a state path, e.g. dbg.watch('count')")
+            from flowdbg._paths import split_view
+
+            # a watch reads the state: "state:summary" (as inspect takes it) is "summary"
+            view, inner = split_view(bp.watch_path)
+            if view not in (None, "state"):
+                raise BreakpointError(
+                    f"cannot watch {bp.watch_path!r}: a watch follows a path in the state, and "
+                    f"this names the view {view!r}; watch a state path instead, e.g. "
+                    f"{inner or 'count'!r}"
+                )
             try:
-                self.watch_parts = tuple(parse_path(bp.watch_path))
+                self.watch_parts = tuple(parse_path(inner))
             except PathError as exc:
                 raise BreakpointError(f"cannot watch {bp.watch_path!r}: {exc}") from exc
         if bp.type == BreakpointType.LOGPOINT:

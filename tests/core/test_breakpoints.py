@@ -302,6 +302,17 @@ def test_watch_a_nested_path_with_a_condition_on_value(dbg: flowdbg.Debugger) ->
     assert where(collect(dbg, script)) == [("b", "after"), ("d", "after")]
 
 
+def test_watch_takes_the_state_view_prefix_and_refuses_other_views(dbg: flowdbg.Debugger) -> None:
+    dbg.watch("state:count")  # as inspect names the state
+    script = [
+        U("same", state={"count": 1}, after={"count": 1}),
+        U("bump", state={"count": 1}, after={"count": 2}),
+    ]
+    assert where(collect(dbg, script)) == [("bump", "after")]
+    with pytest.raises(flowdbg.BreakpointError, match=r"names the view 'input'.*e\.g\. 'x'"):
+        dbg.watch("input:x")
+
+
 def test_watch_node_filter(dbg: flowdbg.Debugger) -> None:
     dbg.watch("n", node="w*")
     script = [

@@ -329,6 +329,21 @@ def _make_run_streamed(original: Any) -> Any:
     return run_streamed
 
 
+def run_sync(runner: Any, agent: Any, input: Any, kwargs: dict[str, Any]) -> Any:
+    """``runner.run_sync(agent, input, **kwargs)`` on a thread of flowdbg's own, closing the
+    event loop it leaves: run_sync keeps the loop it made for the thread open on purpose, for
+    the thread's next run_sync (run.py, _run_sync_impl); flowdbg's run is the thread's only one,
+    so its loop is closed rather than left to the collector."""
+    had_loop = _thread_loop() is not None
+    try:
+        return runner.run_sync(agent, input, **kwargs)
+    finally:
+        loop = None if had_loop else _thread_loop()
+        if loop is not None and not loop.is_running():
+            loop.close()
+            asyncio.get_event_loop_policy().set_event_loop(None)
+
+
 def _make_get_model(original: Any) -> Any:
     """The SDK's ``get_model`` (how a turn resolves its model): in a debugged rerun with
     recorded calls, a model serving the record, which resolves the model only for a turn that
@@ -527,18 +542,7 @@ class OpenAIAgentsAdapter(Adapter):
 
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        had_loop = _thread_loop() is not None
-        try:
-            result = Runner.run_sync(target, input, **self._kwargs(options))
-        finally:
-            # run_sync leaves the loop it made for this thread open on purpose, for the next
-            # run_sync of the thread (run.py, _run_sync_impl); flowdbg's own run is the only
-            # one of the thread, so its loop is closed rather than left to the collector
-            loop = None if had_loop else _thread_loop()
-            if loop is not None and not loop.is_running():
-                loop.close()
-                asyncio.get_event_loop_policy().set_event_loop(None)
-        return result.final_output
+        return run_sync(Runner, target, input, self._kwargs(options)).final_output
 
     async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         from agents import Runner

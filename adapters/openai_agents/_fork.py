@@ -35,7 +35,6 @@ context of another type cannot be rebuilt from JSON, so the fork takes it from t
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -645,19 +644,10 @@ def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
     """Run the fork in this thread (``Runner.run_sync``) and return its final output."""
     from agents import Runner
 
-    from flowdbg.adapters.openai_agents._adapter import _thread_loop
+    from flowdbg.adapters.openai_agents._adapter import run_sync
 
     agent, input, kwargs = _prepared(target, point, options)
-    had_loop = _thread_loop() is not None
-    try:
-        result = Runner.run_sync(agent, input, **kwargs)
-    finally:
-        # (as OpenAIAgentsAdapter.invoke: run_sync leaves the loop it made open)
-        loop = None if had_loop else _thread_loop()
-        if loop is not None and not loop.is_running():
-            loop.close()
-            asyncio.get_event_loop_policy().set_event_loop(None)
-    return result.final_output
+    return run_sync(Runner, agent, input, kwargs).final_output
 
 
 async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:

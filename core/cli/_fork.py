@@ -19,7 +19,7 @@ from ._app import (
     json_option,
 )
 from ._envelope import emit_json, jsonable
-from ._render import Out, short_id
+from ._render import Out, duration, short_id
 
 __all__ = ["parse_edits", "runs_fork", "runs_rerun"]
 
@@ -371,7 +371,7 @@ def runs_rerun(
                 )
             elif handles and handles[0].calls is not None:
                 calls = handles[0].calls
-                saved = f"; saved {calls.saved_seconds:.2f} s of calls"
+                saved = f"; saved {duration(calls.saved_seconds)} of calls"
                 if calls.saved_tokens:
                     saved += f" and {calls.saved_tokens:,} tokens"
                 out.line(

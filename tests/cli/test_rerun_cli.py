@@ -4,6 +4,7 @@ served from the record (the scripted ones here count their real calls in a file)
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -82,6 +83,8 @@ def test_rerun_serves_unchanged_calls_and_runs_changed_ones(run_cli: Cli, graphs
     out = run_cli("runs", "rerun", original["short_id"], input="").stdout
     assert calls.read_text().split() == ["chat", "search", "chat"]  # only the changed call
     assert "calls served from the record: 1, run live: 1" in out
+    # what the served call took, as runs divergence writes durations (not "0.00 s")
+    assert re.search(r"run live: 1; saved [0-9.]+(µs|ms|s) of calls", out), out
     assert "in plan: llm 'chat' ran live (input differs from step 2 of the record)" in out
     shown = run_cli("runs", "show", original["short_id"]).stdout
     assert "cached" not in shown

@@ -376,8 +376,9 @@ def _unordered(rows: list[DiffRow]) -> list[DiffRow]:
 
 def _count_detail(
     sa: StepRecord, sb: StepRecord, rows_a: list[DiffRow], rows_b: list[DiffRow]
-) -> str | None:
-    """How often the units of ``sa`` and ``sb`` ran in each run, where that differs."""
+) -> tuple[str, tuple[Any, str, str]] | None:
+    """How often the units of ``sa`` and ``sb`` ran in each run, where that differs, and which
+    unit (path, node, kind) that is."""
     for step in (sa, sb):
         unit = (step.path, step.node, step.kind)
         count_a = sum((r.step.path, r.step.node, r.step.kind) == unit for r in rows_a)
@@ -386,8 +387,25 @@ def _count_detail(
             return (
                 f"{_where(step)!r} ran {count_a} time{'s' if count_a != 1 else ''} in run a "
                 f"and {count_b} in run b (among units that ran concurrently)"
-            )
+            ), unit
     return None
+
+
+def _extra_of(
+    unit: tuple[Any, str, str], rows_a: list[DiffRow], rows_b: list[DiffRow]
+) -> tuple[int | None, int | None]:
+    """Where ``unit`` (path, node, kind), which ran more often in one run, departs: in that
+    run the first of its runs the other lacks, in the other its last run (``None`` if none)."""
+    runs_a = [r.step.step for r in rows_a if (r.step.path, r.step.node, r.step.kind) == unit]
+    runs_b = [r.step.step for r in rows_b if (r.step.path, r.step.node, r.step.kind) == unit]
+    shared = min(len(runs_a), len(runs_b))
+
+    def at(runs: list[int]) -> int | None:
+        if len(runs) > shared:
+            return runs[shared]
+        return runs[shared - 1] if shared else None
+
+    return at(runs_a), at(runs_b)
 
 
 def _inside(step: StepRecord, other: StepRecord) -> bool:
@@ -776,8 +794,18 @@ class Store(abc.ABC):
                     f"{_where(sb)!r} (step {sb.step})"
                 )
                 if row_a.concurrent and row_b.concurrent:
-                    # placed by what they did, not when: say what ran more often instead
-                    detail = _count_detail(sa, sb, rows_a, rows_b) or detail
+                    # placed by what they did, not when: say what ran more often instead, at
+                    # that unit's steps (the rows here are of two different units)
+                    counted = _count_detail(sa, sb, rows_a, rows_b)
+                    if counted is not None:
+                        detail, unit = counted
+                        step_a, step_b = _extra_of(unit, rows_a, rows_b)
+                        common = {
+                            "step_a": step_a,
+                            "step_b": step_b,
+                            "node_a": unit[1] if step_a is not None else None,
+                            "node_b": unit[1] if step_b is not None else None,
+                        }
                 return Divergence(kind="path", detail=detail, **common)
             if sa.status != sb.status:
                 detail = f"{_where(sa)!r} {sa.status} in run a and {sb.status} in run b"

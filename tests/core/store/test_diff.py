@@ -508,6 +508,12 @@ def test_concurrent_workers_still_diverge_where_they_did_otherwise(store: SQLite
     assert div.detail == (
         "'gather' ran 3 times in run a and 2 in run b (among units that ran concurrently)"
     )
+    # the steps named are that unit's, in each run (not two different units side by side)
+    assert (div.node_a, div.node_b) == ("gather", "gather")
+    steps_a = {s.step: s.node for s in store.get_steps(a)}
+    steps_b = {s.step: s.node for s in store.get_steps(run_id(3))}
+    assert div.step_a is not None and steps_a[div.step_a] == "gather"
+    assert div.step_b is not None and steps_b[div.step_b] == "gather"
 
 
 def test_sequential_units_in_another_order_still_diverge(store: SQLiteStore) -> None:

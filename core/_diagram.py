@@ -112,6 +112,10 @@ class _Layout:
             # their own rather than joined to a node they may not belong to
             box = _Graph(nodes=[_Node(self.new_id(), tool, "task") for tool in held])
             graph.nodes.append(_Node(self.new_id(), "tools", "node", inner=box))
+        models = held_models(description)
+        if models:  # the same for the models it holds
+            box = _Graph(nodes=[_Node(self.new_id(), model, "model") for model in models])
+            graph.nodes.append(_Node(self.new_id(), "models", "node", inner=box))
         if entry and not has_start:
             for name in entry:
                 graph.edges.append(_Edge(node_id(_START), node_id(name), "solid"))
@@ -161,6 +165,16 @@ def held_tools(description: Mapping[str, Any]) -> list[str]:
     if not listed or any(tool_names(node) for node in description.get("nodes") or ()):
         return []
     return tool_names({"tools": listed})
+
+
+def held_models(description: Mapping[str, Any]) -> list[str]:
+    """The models a description lists for the whole target (``models`` beside its nodes) when
+    none of its nodes names a model of its own: what a LlamaIndex workflow holds and its steps
+    ask."""
+    listed = description.get("models")
+    if not listed or any(model_names(node) for node in description.get("nodes") or ()):
+        return []
+    return [str(model) for model in listed]
 
 
 def _walk(graph: _Graph) -> Iterator[_Node]:
@@ -381,3 +395,6 @@ def _listing(description: Mapping[str, Any], indent: str) -> Iterator[str]:
     held = held_tools(description)
     if held:
         yield f"{indent}- tools: {', '.join(_md(t) for t in held)}"
+    models = held_models(description)
+    if models:
+        yield f"{indent}- models: {', '.join(_md(m) for m in models)}"

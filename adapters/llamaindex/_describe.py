@@ -31,7 +31,8 @@ def describe(workflow: Any) -> dict[str, Any]:
         unless a tool retriever picks them) and, on ``run_agent_step``, ``model`` (the name
         its model calls take; a list for several agents' models), and on ``call_tool`` the
         same ``tools`` (drawn beside the step that calls them); for another workflow that
-        holds llama-index-core tools, ``tools`` (those its steps may call).
+        holds llama-index-core tools, ``tools`` (those its steps may call), and for one that
+        holds models, ``models`` (the names their calls take).
     """
     from flowdbg.adapters.llamaindex._adapter import _children, workflow_name
 
@@ -90,6 +91,11 @@ def describe(workflow: Any) -> dict[str, Any]:
         held = list(dict.fromkeys(tool_name(tool) for tool in tools_of(workflow)))
         if held:  # the tools its steps call themselves (await tool.acall: _tools.py)
             described["tools"] = [{"name": name} for name in held]
+        from flowdbg.adapters.llamaindex._llm import label, llms_of
+
+        models = list(dict.fromkeys(label(llm) for llm in llms_of(workflow)))
+        if models:  # the models its steps ask themselves (_llm.py), named as their calls are
+            described["models"] = models
     return described
 
 

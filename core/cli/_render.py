@@ -312,7 +312,7 @@ def graph_tree(description: Mapping[str, Any], title: str | None = None) -> Tree
 
 
 def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
-    from flowdbg._diagram import held_tools, tool_names
+    from flowdbg._diagram import held_models, held_tools, tool_names
 
     entry = description.get("entry")
     if entry:
@@ -356,6 +356,9 @@ def _fill(tree: Tree, description: Mapping[str, Any]) -> None:
     held = held_tools(description)
     if held:  # the tools the target calls, where no node lists them as its own
         tree.add(f"tools: {', '.join(held)}")
+    models = held_models(description)
+    if models:  # and the models it asks
+        tree.add(f"models: {', '.join(models)}")
 
 
 def preview(value: Any, limit: int = 60) -> str:

@@ -209,3 +209,33 @@ def test_a_workflows_held_tools_are_in_its_pictures_as_in_its_listing(
     assert re.search(r'^  subgraph n\d+\["tools"\]\n    n\d+\[\["add"\]\]\n  end$', mermaid, re.M)
     dot = run_cli("graph", "inspect", "calc.py:wf", "--format", "dot").stdout
     assert 'label="tools";' in dot and 'label="add", shape=component' in dot
+
+
+LLAMA_MODEL = """
+from llama_index.core.llms import MockLLM
+from workflows import Workflow, step
+from workflows.events import StartEvent, StopEvent
+
+
+class Asker(Workflow):
+    llm = MockLLM()  # a model the workflow holds in its class; its step asks it
+
+    @step
+    async def ask(self, ev: StartEvent) -> StopEvent:
+        return StopEvent(result=str(await self.llm.acomplete("hi")))
+
+
+wf = Asker(timeout=10)
+"""
+
+
+def test_a_workflows_held_models_are_listed_and_drawn(run_cli: Cli, graphs: Path) -> None:
+    pytest.importorskip("llama_index.core", reason="llama-index-core is not installed")
+    (graphs / "asker.py").write_text(LLAMA_MODEL, encoding="utf-8")
+    assert "└── models: MockLLM" in run_cli("graph", "inspect", "asker.py:wf").stdout
+    mermaid = run_cli("graph", "inspect", "asker.py:wf", "--format", "mermaid").stdout
+    assert re.search(
+        r'^  subgraph n\d+\["models"\]\n    n\d+\{\{"MockLLM"\}\}\n  end$', mermaid, re.M
+    )
+    data = run_cli.json("graph", "inspect", "asker.py:wf", command="graph inspect")
+    assert data["graph"]["models"] == ["MockLLM"]

@@ -887,6 +887,16 @@ class Unit:
             self.cached = True
         return served, output
 
+    def served_state(self) -> Any:
+        """After :meth:`recorded` served this call: the state the record keeps after it, where
+        the call writes the run's state itself (:attr:`Frame.calls_write_state`: an agent's
+        tool writing the run context). An adapter can make those writes again, which the
+        served call did not make. ``None`` otherwise."""
+        calls = self.run.root.calls
+        if calls is None or not self.cached:
+            return None
+        return calls.served_state(self)
+
     def _finish(self, status: str, exc: BaseException | None, ended: float | None = None) -> None:
         if status == "failed" and isinstance(exc, asyncio.CancelledError):
             exc = self._terminated(exc)

@@ -630,6 +630,9 @@ class RecordedCalls:
                 self._queues.setdefault(tuple(step.path), collections.deque()).append(step)
         self._live: set[tuple[str, ...]] = set()
         self._asked: set[int] = set()  # the units that asked (alive while their run is)
+        #: the recorded state after each served call, by the serving unit's id (see
+        #: :meth:`served_state`)
+        self._served_states: dict[int, Any] = {}
         #: how many calls were served from the record, and how many ran live
         self.served = 0
         self.live = 0
@@ -644,6 +647,14 @@ class RecordedCalls:
     def recorded(self) -> int:
         """How many calls the record has."""
         return sum(len(q) for q in self._queues.values()) + self.served
+
+    def served_state(self, unit: Any) -> Any:
+        """The state the record keeps after the call ``unit`` was served (a copy; ``None``
+        when it was not served, or its record keeps no state: see
+        :attr:`flowdbg.runtime.Frame.calls_write_state`)."""
+        with self._lock:
+            state = self._served_states.get(id(unit))
+        return None if state is None else copy.deepcopy(state)
 
     def serve(self, unit: Any, input: Any, *, servable: bool = True) -> tuple[bool, Any]:
         """``(True, recorded output)`` to serve the call ``unit`` makes with ``input``, else
@@ -674,6 +685,8 @@ class RecordedCalls:
                 self.served += 1
                 self.saved_seconds += recorded.duration or 0.0
                 self.saved_tokens += _tokens(recorded.output)
+                if recorded.state is not None:
+                    self._served_states[id(unit)] = recorded.state
                 return True, copy.deepcopy(recorded.output)
             if reason is not None:
                 self._live.add(branch)

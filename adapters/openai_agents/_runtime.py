@@ -132,6 +132,30 @@ def _planned(item: Any) -> Any:
     return item
 
 
+def _write_again(unit: Unit, ctx: Any) -> None:
+    """Make again the writes a served tool call made to a mapping run context, from the
+    state the record keeps after it: a key whose recorded value differs from the live one (as
+    the store encodes it) gets the recorded value (plain JSON, as the record keeps it), a key
+    the record no longer has is removed. Keys whose recorded value was redacted are left as
+    they are."""
+    from collections.abc import MutableMapping
+
+    from flowdbg.store import REDACTED, encode_value
+
+    recorded = unit.served_state()
+    context = getattr(ctx, "context", None)
+    if not isinstance(recorded, Mapping) or not isinstance(context, MutableMapping):
+        return
+    for key, value in recorded.items():
+        if REDACTED in repr(value):
+            continue
+        live = context.get(key, _UNSET) if isinstance(key, str) else _UNSET
+        if live is _UNSET or encode_value(live)[0] != value:
+            context[key] = value
+    for key in [k for k in context if isinstance(k, str) and k not in recorded]:
+        del context[key]
+
+
 def _json_args(text: str) -> Any:
     """A tool call's JSON arguments as a value (the text itself when it is not JSON)."""
     if not text:
@@ -488,6 +512,8 @@ class AgentRun:
                 # running the tool (asked here, inside the call's handling, so that a rerun
                 # ending at its first divergence ends this unit, not leaves it running)
                 served, result = unit.recorded(unit.record_value("input"))
+                if served:
+                    _write_again(unit, ctx)
             if not served:
                 result = await invoke(ctx, args)
         except Exception as exc:

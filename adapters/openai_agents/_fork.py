@@ -473,7 +473,7 @@ def _check_handoff(agent: Any, target_name: str, run_config: Any) -> None:
         raise ForkError(
             f"the SDK rewrites the conversation it hands from {agent.name!r} to "
             f"{target_name!r} ({', '.join(rewrites)}), which a fork cannot repeat; fork after "
-            "the target's first tool call instead"
+            f"a later step of {target_name!r} (a tool call that ends its turn), or from step 0"
         )
 
 
@@ -559,6 +559,10 @@ def check_fork(target: Any, point: ForkPoint) -> None:
     from flowdbg.timetravel import ForkError
 
     start = _plan(target, point)
+    if start.step is not None and start.step.kind == "handoff":
+        # a handoff's own filter refuses here, before anything runs (a run config's filter,
+        # which comes with the fork's options, is checked as the fork starts)
+        _check_handoff(agent_named(target, start.step.path[-1]), start.agent, None)
     if start.items is None:
         from flowdbg.adapters.openai_agents._adapter import OpenAIAgentsAdapter
         from flowdbg.errors import RunOptionError
@@ -598,6 +602,10 @@ def _context(target: Any, point: ForkPoint, options: RunOptions) -> tuple[Any, d
     recorded = config.get("context") if isinstance(config, Mapping) else None
     state = point.state if point.node is not None else point.run.initial_state
     if isinstance(state, Mapping) and not _no_mapping(point):
+        if given and context != recorded and point.node is None:
+            # step 0: paths edit the run's input, so a context of another content is given
+            # with the config, as a rerun takes it
+            return context, kwargs
         if given and context != recorded:
             raise ForkError(
                 f"the run context of a fork after step {point.step} is the state the record "

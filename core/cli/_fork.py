@@ -136,7 +136,8 @@ def runs_fork(
             handle = start()
             error = handle.exception(timeout=None)
             dbg.flush(timeout=30)
-            assert handle.run_id is not None
+            if handle.run_id is None:  # refused as it started (by the framework's adapter)
+                raise CliError(f"cannot fork run {short_id(full_id)} after step {step}: {error}")
             from flowdbg._views import run_dict, step_dict
 
             run = store.get_run(handle.run_id)
@@ -302,7 +303,9 @@ def runs_rerun(
             handle = start()
             error = handle.exception(timeout=None)
             dbg.flush(timeout=30)
-            assert handle.run_id is not None and handle.calls is not None
+            if handle.run_id is None:  # refused as it started (by the framework's adapter)
+                raise CliError(f"cannot rerun run {short_id(run.run_id)}: {error}")
+            assert handle.calls is not None
             from flowdbg._views import run_dict, step_dict
 
             new = store.get_run(handle.run_id)

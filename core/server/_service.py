@@ -528,7 +528,18 @@ class Service:
         with self._lock:
             self.launches.append(handle)
             launch = len(self.launches)
-        return p.RunStarted(run_id=handle.wait_started(wait), launch=launch)
+        run_id = handle.wait_started(wait)
+        if run_id is None and handle.done():
+            exc = handle.exception(0)
+            if exc is not None:  # refused as it started (by the adapter): the caller must hear
+                from flowdbg.timetravel import ForkError
+
+                if isinstance(exc, ForkError):
+                    raise exc
+                raise RunNotStarted(
+                    f"the run failed before it started: {type(exc).__name__}: {exc}"
+                )
+        return p.RunStarted(run_id=run_id, launch=launch)
 
     # -------------------------------------------------------------- records
 

@@ -71,7 +71,7 @@ class Desk:
                 return oa.calls(("refund", {"order": 1042, "amount": amount}, "call-2"))
             return oa.say(f"Done: {results[-1]}.")
 
-        self.model = oa.Scripted([ModelStep.respond(desk_turn)] * 10, name="desk-m")
+        self.model = oa.Scripted([ModelStep.respond(desk_turn)] * 20, name="desk-m")
         self.agent = Agent(name="desk", model=self.model, tools=[lookup, refund])
 
     def run(self, dbg: flowdbg.Debugger, currency: str = "EUR") -> str:
@@ -183,6 +183,10 @@ def test_unedited_forks_end_as_the_run_did_and_the_other_steps_are_refused_namin
         assert str(info.value).endswith("it can be forked after steps 0, 3, 5")
     with pytest.raises(flowdbg.ForkError, match=r"'output:' edits change the result of a tool"):
         rec.fork(run_id, 0, {"output:paid": 1}, target=desk.agent)
+    # at step 0 paths edit the input: another run context comes with the config
+    fork = rec.fork(run_id, 0, target=desk.agent, config={"context": {"currency": "NOK"}})
+    assert fork.result(WAIT) == "Done: refunded 150 NOK."
+    assert desk.refunded[-1] == (1042, 150, "NOK")
 
 
 def test_a_fork_holds_at_a_breakpoint_and_goes_on_when_resumed(rec: flowdbg.Debugger) -> None:
@@ -313,9 +317,9 @@ def test_a_fork_after_a_handoff_goes_on_with_the_agent_it_went_to(rec: flowdbg.D
     after = next(
         s.step for s in rec.store.get_steps(run.run_id, values=False) if s.kind == "handoff"
     )
-    fork = rec.fork(run.run_id, after, target=filtered)
+    # (before anything runs: dbg.fork raises, no run is started)
     with pytest.raises(flowdbg.ForkError, match="its handoff has an input_filter"):
-        fork.result(WAIT)
+        rec.fork(run.run_id, after, target=filtered)
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -368,6 +368,22 @@ def _state(workflow: Any, point: ForkPoint) -> Any:
     kind = infer_state_type(workflow)
     if kind is DictState or issubclass(kind, DictState):
         return kind(_data=dict(values))
+    fields = getattr(kind, "model_fields", None)
+    extra = (getattr(kind, "model_config", None) or {}).get("extra")
+    if isinstance(fields, Mapping) and extra != "allow":
+        # a key the model does not have would be dropped (or refused) by validation: an edit
+        # naming one is refused here, saying which keys there are
+        for path in point.edits:
+            text = str(path)
+            if text.startswith("output:"):
+                continue
+            text = text.removeprefix("state:")
+            first = text.split(".", 1)[0].split("[", 1)[0]
+            if first and first not in fields:
+                raise ForkError(
+                    f"the edit {path!r} sets {first!r}, which the workflow's state "
+                    f"{kind.__name__} has no field for (its fields: {', '.join(fields)})"
+                )
     try:
         return kind.model_validate(dict(values))
     except Exception as exc:  # pydantic.ValidationError

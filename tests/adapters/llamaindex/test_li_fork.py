@@ -313,6 +313,9 @@ def test_a_typed_state_is_rebuilt_and_checked(rec: flowdbg.Debugger) -> None:
     assert fork.result(timeout=WAIT) == "a7!"
     with pytest.raises(flowdbg.ForkError, match=r"does not fit the workflow's state Counts"):
         rec.fork(handle.run_id, 1, {"count": "many"}, target=wf)
+    # a key the state has no field for would be dropped: refused, naming the fields
+    with pytest.raises(flowdbg.ForkError, match=r"sets 'nokey', which the workflow's state"):
+        rec.fork(handle.run_id, 1, {"state:nokey": 1}, target=wf)
 
 
 def test_a_rewind_is_refused_pointing_at_a_fork(rec: flowdbg.Debugger) -> None:

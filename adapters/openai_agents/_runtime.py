@@ -842,6 +842,12 @@ def _llm_edit(instructions: Any, turn: int) -> Callable[[Unit, str, Any], None]:
             raise EditRefused(
                 f"'turn' is the SDK's turn number ({turn}), which it counts itself: not an input"
             )
+        extra = [key for key in payload if key not in ("turn", "instructions", "input")]
+        if extra:
+            raise EditRefused(
+                f"a model turn's input has no {extra[0]!r}: the model receives the 'input' items "
+                "(edit them, e.g. input[-1].content) and the agent's instructions"
+            )
 
     return check
 

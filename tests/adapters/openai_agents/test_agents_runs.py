@@ -380,6 +380,8 @@ def test_model_turns_show_their_input_and_planned_output(dbg: flowdbg.Debugger) 
     assert before is not None and before.location.position == "before"
     assert dbg.inspect("input[-1].content") == "clean up"
     assert dbg.inspect("turn") == 1
+    with pytest.raises(flowdbg.EditRefused, match=r"a model turn's input has no 'order'"):
+        dbg.set("order", 2)  # the model would never receive it
     dbg.resume()
     after = dbg.wait_for_stop(WAIT)
     assert after is not None and after.location.position == "after"

@@ -482,6 +482,13 @@ class Adapter(abc.ABC):
         """
         return ()
 
+    def recorded_config(self, run: RunRecord) -> Mapping[str, Any] | None:
+        """The config a rerun of ``run`` starts with when the record keeps none (a run
+        started from Python, whose config flowdbg does not see), made from what the record
+        does keep: the OpenAI Agents adapter gives the run context the run started with
+        (``run.initial_state``, a mapping). ``None`` (the default): no config."""
+        return None
+
     def config_example(self, target: Any) -> str | None:
         """A config ``target``'s run takes, as JSON text, for the messages that refuse a
         ``--config`` that is no JSON object (LangGraph: ``{"configurable": {"thread_id":

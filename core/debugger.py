@@ -1132,6 +1132,8 @@ class Debugger:
         short = run.run_id[:8]
         if config is None:
             config = run.config
+            if config is None and doing == "rerun":
+                config = adapter.recorded_config(run)
             hidden = [] if config is None else _redacted_paths(config)
             if hidden:
                 raise ForkError(

@@ -486,6 +486,16 @@ class OpenAIAgentsAdapter(Adapter):
 
     # -- running an agent: what ``flowdbg run`` and ``flowdbg demo`` use --
 
+    def recorded_config(self, run: RunRecord) -> Mapping[str, Any] | None:
+        # a run started from Python (Runner.run(..., context={...})) records no config, but
+        # its state before the first unit is its mapping context
+        from flowdbg.adapters.openai_agents._fork import _opaque
+
+        state = run.initial_state
+        if isinstance(state, Mapping) and state and not _opaque(state):
+            return {"context": dict(state)}
+        return None
+
     def config_example(self, target: Any) -> str | None:
         # Runner.run's own keywords, the rest a RunConfig's fields (see _run_kwargs)
         return '{"context": {"user_id": "42"}, "max_turns": 5}'

@@ -82,3 +82,27 @@ def test_a_live_tool_is_left_to_write_the_context_itself(tmp_path: Path) -> None
         assert again == {"user": "me", "notes": ["a", "b"], "count": 2}
     finally:
         dbg.close()
+
+
+def test_a_run_started_from_python_reruns_with_the_context_it_started_with(
+    tmp_path: Path,
+) -> None:
+    # Runner.run(..., context=...) from Python records no config: the rerun takes the mapping
+    # context the run started with (its state before the first unit), not None
+    bodies: list[str] = []
+    agent = notes_agent(bodies)
+    dbg = flowdbg.Debugger(db=tmp_path / "p.db")
+    try:
+        dbg.attach(agent)
+        first = dbg.start(oa.run_sync, agent, "take notes", context={"user": "me"})
+        first.result(WAIT)
+        assert dbg.flush(WAIT) and first.run_id is not None and dbg.store is not None
+        assert dbg.store.get_run(first.run_id).config is None
+        rerun = dbg.rerun(first.run_id, "llm", target=agent)  # the tools run live
+        assert rerun.result(WAIT) == "Done: noted a, noted b"
+        assert bodies == ["a", "b", "a", "b"]
+        assert dbg.flush(WAIT) and rerun.run_id is not None
+        assert dbg.store.get_run(rerun.run_id).config == {"context": {"user": "me"}}
+        assert dbg.store.get_state(rerun.run_id) == {"user": "me", "notes": ["a", "b"], "count": 2}
+    finally:
+        dbg.close()

@@ -522,6 +522,24 @@ def make_mcp_server(service: Service) -> MCPServer:
         return service.fork(run_id, p.Fork(step=step, edits=edits)).model_dump(mode="json")
 
     @tool
+    def rerun_run(
+        run_id: RunId,
+        cached_calls: Annotated[
+            Literal["all", "llm", "tool", "none"],
+            Field(description="which recorded model and tool calls may be served"),
+        ] = "all",
+        until_divergence: Annotated[
+            bool, Field(description="end the rerun at the first call that differs")
+        ] = False,
+    ) -> dict[str, Any]:
+        """Run a recorded run again from its input with the current code, its model and tool
+        calls served from the record while they match it (no model asked, no tool run again):
+        check a fix cheaply. It runs under the breakpoints; call wait_for_stop next, then
+        run_divergence to see where it departs and which calls ran live."""
+        request = p.Rerun(cached_calls=cached_calls, until_divergence=until_divergence)
+        return service.rerun(run_id, request).model_dump(mode="json")
+
+    @tool
     def run_divergence(
         run_id: RunId,
         source: Annotated[

@@ -186,6 +186,7 @@ def test_tools_are_described_for_an_agent(tmp_path: Path) -> None:
         "compare_runs",
         "rewind",
         "fork_run",
+        "rerun_run",
         "run_divergence",
     ):
         assert len(tools[name].description or "") > 40, name
@@ -500,3 +501,21 @@ def test_an_agent_rewinds_a_held_run_and_reads_where_it_departs(server: Any) -> 
     first = report["first_divergence"]
     assert first["kind"] == "state" and first["paths"] == ["n"]
     assert (report["old"], report["new"]) == ({"value": 2}, {"value": 4})
+
+
+def test_an_agent_reruns_a_recorded_run_and_reads_that_nothing_departed(server: Any) -> None:
+    async def script(call: Call) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        await call("start_run", input={"n": 1})
+        first = await call("wait_for_stop", timeout=10)
+        assert first["outcome"] == "ended", first
+        started = await call("rerun_run", run_id=first["run_id"], cached_calls="all")
+        ended = await call("wait_for_stop", timeout=10)
+        assert ended["outcome"] == "ended", ended
+        report = await call("run_divergence", run_id=started["run_id"])
+        refused = await call("rerun_run", run_id="zzzzzzzz")
+        return started, report, refused
+
+    started, report, refused = _over_http(server, script)
+    assert started["run_id"]
+    assert (report["origin"], report["first_divergence"]) == ("rerun", None)
+    assert "no run 'zzzzzzzz'" in refused["error"]

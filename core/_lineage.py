@@ -44,7 +44,8 @@ def module_reference(obj: Any) -> str | None:
 
     ``__main__`` (a script run with ``python app.py``) and modules ``flowdbg run`` imported
     from files are named by their file, other modules by their name; a public name wins over
-    a private one, the script over a module.
+    a private one, and a module over the script that imported the object from it: a fork or
+    rerun imports that module again, not the script, whose own session would run again.
     """
     best: tuple[int, str] | None = None
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
@@ -60,11 +61,14 @@ def module_reference(obj: Any) -> str | None:
         for attr, value in list(attrs.items()):
             if value is not obj:
                 continue
-            if name == "__main__" or name.startswith(FILE_MODULE_PREFIX):
+            # (multiprocessing keeps the script under __mp_main__ too)
+            script = name in ("__main__", "__mp_main__")
+            if script or name.startswith(FILE_MODULE_PREFIX):
                 path = _file_of(module)
                 if path is None:
                     continue
-                where, rank = path, 0
+                # (flowdbg run's own import of a file first; the script after any module)
+                where, rank = path, (4 if script else 0)
             else:
                 where, rank = name, 2
             if attr.startswith("_"):

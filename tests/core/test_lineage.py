@@ -4,9 +4,9 @@ unknown; nested runs leave it to their top-level run."""
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import textwrap
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,14 +69,16 @@ def test_a_module_wins_over_the_script_that_imported_the_object_from_it(
 ) -> None:
     # a session script (python session.py) doing `from lineage_target_mod import app`: a fork
     # imports the module again, not the script, whose own session would run again
-    main = sys.modules["__main__"]
-    monkeypatch.setattr(main, "app", module.app, raising=False)  # type: ignore[attr-defined]
+    script = types.ModuleType("__main__")
+    script.__file__ = str(tmp_path / "session.py")
+    script.app = module.app  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "__main__", script)
     with flowdbg.Debugger(db=tmp_path / "f.db") as dbg:
         assert recorded_target(dbg, module.app) == "lineage_target_mod:app"  # type: ignore[attr-defined]
     # an object only the script holds is found by the script's file
     only = build()
-    monkeypatch.setattr(main, "only_here", only, raising=False)
-    assert module_reference(only) == f"{os.path.abspath(main.__file__)}:only_here"
+    script.only_here = only  # type: ignore[attr-defined]
+    assert module_reference(only) == f"{tmp_path / 'session.py'}:only_here"
 
 
 def test_a_given_reference_wins_and_a_file_path_is_made_absolute(

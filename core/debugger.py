@@ -208,6 +208,31 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+def _planned_fork(
+    store: Any,
+    run_id: str,
+    step: int,
+    edits: Mapping[str, Any] | None,
+    adapter: Adapter,
+    target: Any,
+) -> Any:
+    """The :class:`flowdbg.timetravel.ForkPoint` of a fork or rewind, planned with what the
+    adapter refuses and lets edits name, and checked by the adapter against ``target``."""
+    from flowdbg.timetravel import plan_fork
+
+    point = plan_fork(
+        store,
+        run_id,
+        step,
+        edits,
+        problems=adapter.fork_problems,
+        views=sorted(adapter.fork_views),
+        any_unit=adapter.fork_any_unit,
+    )
+    adapter.check_fork(target, point)
+    return point
+
+
 def _add_note(exc: BaseException, text: str) -> None:
     """``exc.add_note(text)``, on Python 3.10 too (where tracebacks do not print notes)."""
     add = getattr(exc, "add_note", None)
@@ -1082,20 +1107,10 @@ class Debugger:
         self, run_id: str, step: int, edits: Mapping[str, Any] | None, target: Any
     ) -> tuple[Any, Any, str | None, Adapter]:
         """Check a fork before it starts: ``(point, target, reference, adapter)``."""
-        from flowdbg.timetravel import plan_fork
 
         run, target, ref, adapter = self._made_from_run(run_id, target, Capability.FORK)
         store = self._recording_store(flush=False)
-        point = plan_fork(
-            store,
-            run.run_id,
-            step,
-            edits,
-            problems=adapter.fork_problems,
-            views=sorted(adapter.fork_views),
-            any_unit=adapter.fork_any_unit,
-        )
-        adapter.check_fork(target, point)
+        point = _planned_fork(store, run.run_id, step, edits, adapter, target)
         return point, target, ref, adapter
 
     def _recording_store(self, *, flush: bool = True) -> Store:
@@ -1547,7 +1562,7 @@ class Debugger:
             message names the steps that can).
         :raises flowdbg.NotStoppedError: with no stop.
         """
-        from flowdbg.timetravel import ForkError, plan_fork
+        from flowdbg.timetravel import ForkError
 
         stop = self._ctl.get_stop(stop_id)
         unit = stop._unit
@@ -1584,16 +1599,7 @@ class Debugger:
                 f"the record of run {short} is not written yet (the writer is behind); try again"
             )
         try:
-            point = plan_fork(
-                store,
-                root.run_id,
-                step,
-                edits,
-                problems=adapter.fork_problems,
-                views=sorted(adapter.fork_views),
-                any_unit=adapter.fork_any_unit,
-            )
-            adapter.check_fork(root.target, point)
+            point = _planned_fork(store, root.run_id, step, edits, adapter, root.target)
         except ForkError as exc:
             raise ForkError(f"cannot rewind: {exc}") from None
         from flowdbg.timetravel import RestartTicket

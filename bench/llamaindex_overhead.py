@@ -19,13 +19,19 @@ shared and noisy: compare the ratios, which are taken within one run):
   recorder's writer thread catching up (``dbg.flush()`` after each round);
 - ``attached_keep1`` (only when asked for with ``--variants``): attached to a Debugger that
   keeps one finished run in memory (``keep_runs=1``) instead of 20: what the run log's
-  history costs in garbage collection.
+  history costs in garbage collection;
+- ``bare_again`` (only when asked for): a second bare workflow, measured like the others: its
+  ratio to ``bare`` is the benchmark's own spread on this machine (an A/A comparison), against
+  which to read the others.
 
 Each figure is the median over the rounds of µs per step invocation; ratios are to ``bare``.
 ``--latency MS`` makes every step wait MS milliseconds (``asyncio.sleep``), as a step that
 calls a model or a service does: the recorder's writer then works while the run waits.
 ``--variants`` measures some of them only (``bare`` always): the recording variant's garbage
-and writer thread weigh on the rounds of the others in the same process.
+and writer thread weigh on the rounds of the others in the same process. ``--clock cpu``
+measures the process's CPU time (``time.process_time``: every thread, the recorder's writer
+included) instead of wall time: on a shared machine, time taken by other processes then does
+not count.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ STEPS = 10
 FANOUT = 8
 #: seconds each step waits first (--latency)
 LATENCY = 0.0
+#: what a round is timed with (--clock)
+CLOCK = time.perf_counter
 
 
 class E1(Event):
@@ -202,6 +210,8 @@ def measure(
         for name, (build, kwargs, steps) in builders.items():
             variants: dict[str, tuple[Workflow, Callable[[], Any] | None]] = {}
             variants["bare"] = (build(), None)
+            if "bare_again" in wanted:
+                variants["bare_again"] = (build(), None)
             if "attached" in wanted:
                 attached = build()
                 dbg_plain.attach(attached)
@@ -223,11 +233,11 @@ def measure(
                         for _ in range(runs):
                             await wf.run(**kwargs)
 
-                    start = time.perf_counter()
+                    start = CLOCK()
                     loop.run_until_complete(many())
                     if after is not None:
                         after()
-                    us = (time.perf_counter() - start) / (runs * steps) * 1e6
+                    us = (CLOCK() - start) / (runs * steps) * 1e6
                     if round_:
                         per.setdefault(variant, []).append(us)
             medians = {variant: statistics.median(values) for variant, values in per.items()}
@@ -260,11 +270,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--latency", type=float, default=0.0, metavar="MS", help="wait in every step first"
     )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time rounds by the wall clock or by the process's CPU time",
+    )
     args = parser.parse_args(argv)
-    global LATENCY
+    global LATENCY, CLOCK
     LATENCY = args.latency / 1000
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     wanted = tuple(v for v in args.variants.split(",") if v and v != "bare")
-    unknown = set(wanted) - {"attached", "recording", "attached_keep1"}
+    unknown = set(wanted) - {"attached", "recording", "attached_keep1", "bare_again"}
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -276,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rounds": args.rounds,
         "step_latency_ms": args.latency,
+        "clock": args.clock,
         "variants": ["bare", *wanted],
         "budgets": {"attached_ratio_max": 1.03, "recording_ratio_max": 1.10},
         **figures,

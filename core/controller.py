@@ -356,6 +356,8 @@ class Controller:
         else:
             info.status = RunStatus.FAILED
         if scope.parent_unit is None:
+            if self.history.maxlen:
+                scope._keep()
             with self._lock:
                 history = self.history
                 if not history.maxlen:  # nothing kept: freed now

@@ -164,8 +164,10 @@ class RunScope:
         #: set by an adapter whose units keep the framework's own objects as their input or
         #: output while nothing can stop, look or record (its fast path: an event object, its
         #: outputs unconverted): ``present(value)`` gives what a stop would show for such a
-        #: value, and any other value as it is. The run log applies it when it is read
-        #: (:attr:`flowdbg.Debugger.runs`), so the fast path converts nothing.
+        #: value, and any other value as it is. The run log applies it when a running run is
+        #: read (:attr:`flowdbg.Debugger.runs`), so the fast path converts nothing, and once
+        #: to a finished run as it enters the history, whose units then keep the converted
+        #: values (the framework's objects are not kept as long as the run is; see _keep).
         self.present: Callable[[Any], Any] | None = None
         #: child runs started by units of this run
         self.children: list[RunScope] = []
@@ -261,6 +263,43 @@ class RunScope:
             parent = scope.parent_unit
             scope = None if parent is None else parent.run
         return None
+
+    def _keep(self) -> None:
+        """Make this finished run, and its child runs, what the run log keeps (the controller
+        calls this as the run enters its history). The history keeps runs long enough for the
+        garbage collector to promote what they hold to its oldest generation, whose growth
+        sets off full collections: a kept unit holds plain values only, where it can.
+
+        - The values its units kept on an adapter's fast path (the framework's own objects,
+          see :attr:`present`) are replaced by what a stop shows of them: a framework's object
+          (an event model, its field set, its private dict) is several tracked objects, its
+          shown form a mapping of plain values, which the collector does not track. One value
+          shared by two units (the event one step emits and the next receives) is converted
+          once and stays shared. A decision still to be made from an output is made first.
+        - Its units' ``check_edit`` functions are dropped: no stop opens at a finished unit,
+          and such a function may hold the framework's objects (the events a step collected).
+        """
+        present = self.present
+        memo: dict[int, tuple[Any, Any]] = {}  # id -> (value, shown): values stay alive
+        for unit in self.units:
+            unit.check_edit = None
+            if present is None:
+                continue
+            if getattr(unit, "_decide", None) is not None:
+                unit.resolved()  # its decide function reads the output as it was kept
+            for name in ("input", "output"):
+                value = getattr(unit, name, None)
+                if value is None or type(value) in _PLAIN:
+                    continue
+                known = memo.get(id(value))
+                if known is None:
+                    try:
+                        known = memo[id(value)] = (value, present(value))
+                    except Exception:  # kept as it is (the run log tries again when read)
+                        continue
+                setattr(unit, name, known[1])
+        for child in self.children:
+            child._keep()
 
     def _release(self) -> None:
         """Forget the finished units and child runs (the controller calls this when the run
@@ -1005,6 +1044,10 @@ class Unit:
 
     def __repr__(self) -> str:
         return f"<Unit {self.kind} {self.node!r} step {self.step} of {self.run.run_id}>"
+
+
+#: value types no adapter's ``present`` converts
+_PLAIN = frozenset({dict, str, int, float, bool})
 
 
 def _decided(decide: Callable[[Any], Any] | None, output: Any) -> Any:

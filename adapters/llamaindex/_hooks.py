@@ -67,6 +67,13 @@ try:  # BasicRuntime's internal adapter, whose get_now is time.time()
 except (ImportError, AttributeError):  # moved: every internal adapter is wrapped
     _WALL_CLOCK = None
 
+try:  # what InMemoryStateStore.checkpoint() requires of its serializer (see _committed)
+    from workflows.context.serializers import JsonSerializer as _JSON
+except ImportError:  # moved: the store is read through checkpoint()
+    _JSON = None  # type: ignore[assignment,misc]
+#: a store's storage that keeps no ``_record`` (see _committed)
+_NO_RECORD: Any = object()
+
 if TYPE_CHECKING:
     from flowdbg.debugger import Debugger
     from flowdbg.runtime import RunScope, Unit
@@ -249,6 +256,8 @@ class _Run:
         "note",
         "runtime",
         "scope",
+        "state_key",
+        "state_shown",
         "store",
         "timeout",
         "workflow",
@@ -272,6 +281,9 @@ class _Run:
         )
         #: the run's context store, once read
         self.store: Any = None
+        #: the store's committed state last read (see _committed) and its mapping
+        self.state_key: Any = None
+        self.state_shown: dict[str, Any] | None = None
         #: event type -> the units that emitted events of it lately (for causes)
         self.emitted: dict[type, list[tuple[Any, Unit]]] = {}
         #: the handler's side of the run (its ``cancel`` is LlamaIndex's own), once started: a
@@ -333,10 +345,17 @@ def _targets(table: _Table, events: list[Any]) -> dict[str, str]:
     return out
 
 
-def _decider(table: _Table) -> Callable[[_Outputs], dict[str, str]]:
+def _decider(table: _Table) -> Callable[[Any], dict[str, str]]:
     """``decide(outputs)``: where a step's outputs go, by ``table`` (one per registration, not
-    one per step invocation)."""
-    return lambda parts: _targets(table, parts.events())
+    one per step invocation); ``outputs`` is what a unit kept on the fast path: the
+    :class:`_Outputs`, or the one event the step returned, or ``None``."""
+
+    def decide(outputs: _Outputs | Event | None) -> dict[str, str]:
+        if isinstance(outputs, _Outputs):
+            return _targets(table, outputs.events())
+        return {} if outputs is None else _targets(table, [outputs])  # one event returned
+
+    return decide
 
 
 class _Outputs:
@@ -649,7 +668,7 @@ class DebugRuntime(BaseRuntimeDecorator):
     # -- step workers --
 
     def _wrap_step(
-        self, inner: Callable[..., Any], table: _Table, decide: Callable[[_Outputs], dict[str, str]]
+        self, inner: Callable[..., Any], table: _Table, decide: Callable[[Any], dict[str, str]]
     ) -> Callable[..., Any]:
         async def worker(
             state: Any,
@@ -712,32 +731,57 @@ def _result_view(result: Any) -> Any:
 
 
 async def _read_state(run: _Run) -> dict[str, Any] | None:
-    """The context store of the run, as a mapping (``None`` when it cannot be read)."""
+    """The context store of the run, as a mapping (``None`` when it cannot be read). Read
+    twice per recorded step (before and after it): the mapping made last is given again while
+    the store's committed state is the same object (every write commits a new one, see
+    :func:`_committed`), so the state before a step and after the one before are one value.
+    A mapping given out is never changed (a stop edits a copy)."""
     try:
         store = run.store
         if store is None:
             store = run.store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
             if store is None:
                 return None
-        state = _committed(store)
-        if state is None:
-            state = await store.get_state()
-        return _state_fields(state)
+        found = _committed(store)
+        if found is None:
+            return _state_fields(await store.get_state())
+        key, read = found
+        if key is run.state_key:
+            return run.state_shown
+        shown = _state_fields(read())
+        run.state_key, run.state_shown = key, shown
+        return shown
     except Exception:
         return None
 
 
-def _committed(store: Any) -> Any:
-    """The store's committed state without the copy ``get_state()`` makes, where the store
-    shows it: ``InMemoryStateStore.checkpoint().state`` (llama-index-workflows 2.26.1; a store
-    write makes a new state model, so this one stays as it is). ``None`` elsewhere."""
+def _committed(store: Any) -> tuple[Any, Callable[[], Any]] | None:
+    """``(key, read)``: the store's committed state without the copies ``get_state()`` and
+    ``checkpoint()`` make (a copy of the model, of its record), where the store keeps it as
+    ``InMemoryStateStore`` of llama-index-workflows 2.26.1 does: its storage's ``_record``
+    holds the live model (``_live_record``), and every write saves a new record
+    (``_InMemoryStateStorage.save`` copies it), so ``key`` (that record, or the storage while
+    nothing was written) changes with each write; ``read()`` gives the state as
+    ``checkpoint().state`` does (the type's default before the first write). A store of
+    another kind: its ``checkpoint()``, read each time. ``None`` where neither works (a
+    serializer that is not JSON: ``get_state()`` then)."""
+    try:  # (read from the storage's __dict__: the name is LlamaIndex's, not flowdbg's)
+        storage = store._memory_storage
+        record = vars(storage).get("_record", _NO_RECORD)
+    except (AttributeError, TypeError):  # another store, or storage with slots
+        storage, record = None, _NO_RECORD
+    if record is not _NO_RECORD and _JSON is not None and isinstance(store._serializer, _JSON):
+        if record is None:
+            return storage, store.state_type
+        return record, lambda: record.data
     checkpoint = getattr(store, "checkpoint", None)
     if checkpoint is None:
         return None
     try:
-        return getattr(checkpoint(), "state", None)
+        state = checkpoint().state
     except Exception:  # e.g. a store whose serializer is not JSON
         return None
+    return state, lambda: state
 
 
 async def _held(run: _Run, point: Any) -> Any:
@@ -876,7 +920,7 @@ async def _step(
     run: _Run,
     inner: Callable[..., Any],
     table: _Table,
-    decide: Callable[[_Outputs], dict[str, str]],
+    decide: Callable[[Any], dict[str, str]],
     state: Any,
     step_name: str,
     event: Any,
@@ -988,6 +1032,16 @@ async def _step(
         after_state = await _read_state(run) if wanted else None
         await _held(run, unit.aerror(failed.exception, state=after_state))
         return outputs
+    if ctl.quiet and ctl.on_step is None and len(outputs) == 1:
+        item = outputs[0]
+        if type(item) is StepWorkerResult:
+            returned = item.result
+            if returned is None or isinstance(returned, Event):
+                # the fast path's commonest case, one event returned (or none): the unit keeps
+                # that event itself, shown as its fields as _Outputs.view() shows it, and no
+                # object around it for the garbage collector to promote (bench/RESULTS.md)
+                await unit.aafter(output=returned, decide=decide)
+                return outputs
     parts = _Outputs(outputs)
     if parts.waiting and not parts.returned:
         # wait_for_event: the step runs again from the top when the event arrives
@@ -997,8 +1051,11 @@ async def _step(
         # nothing can stop or look, nothing is recorded: the fast path, where the unit keeps
         # (in the run log) only the events the step emitted, not LlamaIndex's results around
         # them, which only an edit at a stop rebuilds
-        parts.outputs = ()
-        await unit.aafter(output=parts, decide=decide)
+        if parts.sent or len(parts.returned) > 1:
+            parts.outputs = ()
+            await unit.aafter(output=parts, decide=decide)
+        else:  # as above: no _Outputs kept for one event or none
+            await unit.aafter(output=parts.returned[0] if parts.returned else None, decide=decide)
         return outputs
     view = parts.view()
     # Decided now, also for a run that is only recorded: a decide function kept with the unit

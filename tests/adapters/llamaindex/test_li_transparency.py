@@ -383,3 +383,37 @@ def test_attached_runs_leave_no_cycles(dbg: flowdbg.Debugger) -> None:
         assert not garbage, name
         checked.append(name)
     assert {"linear", "concurrent-collect", "nested"} <= set(checked), checked
+
+
+def _events_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Event))
+
+
+def test_finished_runs_in_the_run_log_keep_no_events_alive(dbg: flowdbg.Debugger) -> None:
+    """A finished run stays in ``dbg.runs`` (20 of them by default) with its steps' inputs and
+    outputs as a stop shows them (the events' fields), not with LlamaIndex's event objects:
+    those would live as long as the run is kept, long enough for the garbage collector to
+    promote them to its oldest generation and scan them in its full collections
+    (bench/RESULTS.md). What the run log shows is unchanged."""
+    kept = {}
+    for name, (build, kwargs, _) in CASES.items():
+        bare = build()
+        attached = build()
+        dbg.attach(attached)
+        asyncio.run(_run(bare, kwargs))
+        baseline = _events_alive()
+        asyncio.run(_run(attached, kwargs))
+        kept[name] = _events_alive() - baseline
+    # catch-error: the recovering step's input, a StepFailedEvent, has the failed step's
+    # input event and its exception (with its traceback) among its fields, which its stop
+    # shows and the run log keeps
+    assert kept == {name: 3 if name == "catch-error" else 0 for name in CASES}
+    linear = Linear(timeout=30)
+    dbg.attach(linear)
+    asyncio.run(_run(linear, {"x": 1}))
+    steps = dbg.runs[-1].steps
+    assert [(s.node, s.input, s.output, s.decision) for s in steps] == [
+        ("first", {"x": 1}, {"value": 2}, {"second": "Step1"}),
+        ("second", {"value": 2}, {"result": 4}, {"__end__": "StopEvent"}),
+    ]

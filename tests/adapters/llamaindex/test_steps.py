@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -700,5 +701,60 @@ def test_written_by_credits_the_step_that_wrote_a_key_not_the_start_event(tmp_pa
         assert run.input == {"topic": "flowdbg"}
         assert store.get_state(run.run_id) == {"owner": "ann", "topic": "flowdbg", "done": True}
         assert store.last_writers(run.run_id) == {"topic": (1, "note"), "done": (2, "finish")}
+    finally:
+        dbg.close()
+
+
+class Step2(Event):
+    x: int
+
+
+class Step3(Event):
+    x: int
+
+
+class Writes(Workflow):
+    """Steps that write the context store, and one that does not."""
+
+    @step
+    async def set_k(self, ctx: Context, ev: StartEvent) -> Half:
+        await ctx.store.set("k", 1)
+        return Half(x=1)
+
+    @step
+    async def read_only(self, ctx: Context, ev: Half) -> Step2:
+        return Step2(x=await ctx.store.get("k"))
+
+    @step
+    async def edit(self, ctx: Context, ev: Step2) -> Step3:
+        async with ctx.store.edit_state() as state:
+            state["j"] = 2
+        return Step3(x=ev.x)
+
+    @step
+    async def set_same(self, ctx: Context, ev: Step3) -> StopEvent:
+        await ctx.store.set("k", 1)  # the same value again: a new committed state
+        await ctx.store.set("k", 5)
+        return StopEvent(result=ev.x)
+
+
+def test_recorded_store_states_follow_each_write(tmp_path: Path) -> None:
+    """Each recorded step has the store as it left it (the store is read before and after
+    each step; a read finds the last one's mapping again while nothing was written)."""
+    dbg = flowdbg.Debugger(db=tmp_path / "flowdbg.db")
+    try:
+        wf = Writes(timeout=30)
+        dbg.attach(wf)
+        run = start(dbg, wf)
+        assert run.result(WAIT) == 1
+        assert dbg.flush(WAIT)
+        states = [(s.node, s.state) for s in dbg.store.get_steps(run.run_id)]
+        assert states == [
+            ("set_k", {"k": 1}),
+            ("read_only", {"k": 1}),
+            ("edit", {"k": 1, "j": 2}),
+            ("set_same", {"k": 5, "j": 2}),
+        ]
+        assert [s.state for s in dbg.runs[-1].steps] == [state for _, state in states]
     finally:
         dbg.close()

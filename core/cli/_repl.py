@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from flowdbg._paths import format_path, parse_path, split_view
 from flowdbg._values import short_repr
+from flowdbg.breakpoints import BreakpointType
 from flowdbg.errors import (
     BreakpointError,
     ExpressionError,
@@ -34,6 +35,7 @@ from flowdbg.errors import (
     PathError,
 )
 from flowdbg.events import Position
+from flowdbg.stops import StopReason
 
 from ._render import (
     Out,
@@ -666,6 +668,9 @@ class Session:
             self.out.line(f"  error: {error.type}: {error.message}", style="red")
         if stop.message:
             self.out.line(f"  {stop.message}")
+        if stop.reason is StopReason.WATCH:
+            for line in self._watch_changes(stop):
+                self.out.line(f"  {line}")
         if stop.default_view != "state":
             # what p PATH reads and set PATH edits here; the table below is the state, read only
             self.out.line(
@@ -696,6 +701,31 @@ class Session:
             self.out.line(
                 f"  also open: {listed}; type stops to list them, stop N to switch to one"
             )
+
+    def _watch_changes(self, stop: Stop) -> list[str]:
+        """``watch PATH: OLD -> NEW`` for each watch that stopped here (gdb's old and new
+        value): the path in the state before the unit and in the stop's state."""
+        from flowdbg._paths import get_path
+
+        watches = {
+            bp.id: bp.watch_path
+            for bp in self.dbg.breakpoints
+            if bp.type == BreakpointType.WATCH and bp.watch_path
+        }
+        lines = []
+        for bp_id in stop.breakpoints:
+            path = watches.get(bp_id)
+            if path is None:
+                continue
+            _, inner = split_view(path)
+            shown = []
+            for root in (stop.state_before, stop.state):
+                try:
+                    shown.append(short_repr(get_path(root, parse_path(inner)), 60))
+                except Exception:
+                    shown.append("(missing)")
+            lines.append(f"watch {inner}: {shown[0]} -> {shown[1]}")
+        return lines
 
     def _selected(self) -> Stop:
         stop = self.dbg.stop

@@ -90,6 +90,9 @@ def test_watch_and_logpoint_commands(run_cli: Cli) -> None:
     out = _run(run_cli, commands)
     assert "set bp-2 watch" in out and "set bp-3 logpoint" in out
     assert re.search(r"stop-2: watch \[bp-2\] at after node 'gamma'", out)
+    # what changed, as gdb shows a watchpoint's old and new value
+    shown = out.split("stop-2: watch", 1)[1].splitlines()
+    assert shown[1] == "  watch y: (missing) -> 21"
 
 
 def test_rewind_edits_keep_their_quotes_and_brackets() -> None:

@@ -648,6 +648,14 @@ class RecordedCalls:
         """How many calls the record has."""
         return sum(len(q) for q in self._queues.values()) + self.served
 
+    def __repr__(self) -> str:
+        kinds = "+".join(sorted(self.kinds))
+        until = ", until divergence" if self.until_divergence else ""
+        return (
+            f"<RecordedCalls {kinds}: {self.recorded} recorded, {self.served} served, "
+            f"{self.live} live, {len(self.diverged)} diverged{until}>"
+        )
+
     def served_state(self, unit: Any) -> Any:
         """The state the record keeps after the call ``unit`` was served (a copy; ``None``
         when it was not served, or its record keeps no state: see

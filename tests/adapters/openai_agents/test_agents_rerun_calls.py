@@ -153,6 +153,9 @@ def test_an_unchanged_rerun_asks_no_model_and_runs_no_tool(
     assert (shop.asked(), shop.looked_up, shop.refunded) == (4, [1042], [(1042, 100)])
     assert again.calls is not None
     assert (again.calls.served, again.calls.live, again.calls.diverged) == (6, 0, [])
+    assert repr(again.calls) == (
+        "<RecordedCalls llm+tool: 6 recorded, 6 served, 0 live, 0 diverged>"
+    )
     assert again.run_id is not None
     assert _steps(dbg, again.run_id) == [
         ("triage", "agent", "completed", False),

@@ -348,12 +348,21 @@ def _targets(table: _Table, events: list[Any]) -> dict[str, str]:
 def _decider(table: _Table) -> Callable[[Any], dict[str, str]]:
     """``decide(outputs)``: where a step's outputs go, by ``table`` (one per registration, not
     one per step invocation); ``outputs`` is what a unit kept on the fast path: the
-    :class:`_Outputs`, or the one event the step returned, or ``None``."""
+    :class:`_Outputs`, or the one event the step returned, or ``None``. Where events go
+    depends on their types only: worked out once per sequence of types."""
+    known: dict[tuple[type, ...], dict[str, str]] = {}
 
     def decide(outputs: _Outputs | Event | None) -> dict[str, str]:
-        if isinstance(outputs, _Outputs):
-            return _targets(table, outputs.events())
-        return {} if outputs is None else _targets(table, [outputs])  # one event returned
+        if outputs is None:
+            return {}
+        events = outputs.events() if isinstance(outputs, _Outputs) else [outputs]
+        kinds = tuple(map(type, events))
+        found = known.get(kinds)
+        if found is None:
+            found = _targets(table, events)
+            if len(known) < 256:
+                known[kinds] = found
+        return dict(found)  # each unit its own
 
     return decide
 

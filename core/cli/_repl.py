@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from flowdbg._paths import format_path, parse_path, split_view
 from flowdbg._values import short_repr
-from flowdbg.breakpoints import BreakpointType
 from flowdbg.errors import (
     BreakpointError,
     ExpressionError,
@@ -35,7 +34,6 @@ from flowdbg.errors import (
     PathError,
 )
 from flowdbg.events import Position
-from flowdbg.stops import StopReason
 
 from ._render import (
     Out,
@@ -668,7 +666,7 @@ class Session:
             self.out.line(f"  error: {error.type}: {error.message}", style="red")
         if stop.message:
             self.out.line(f"  {stop.message}")
-        if stop.reason is StopReason.WATCH:
+        if stop.reason.value == "watch":
             for line in self._watch_changes(stop):
                 self.out.line(f"  {line}")
         if stop.default_view != "state":
@@ -710,7 +708,7 @@ class Session:
         watches = {
             bp.id: bp.watch_path
             for bp in self.dbg.breakpoints
-            if bp.type == BreakpointType.WATCH and bp.watch_path
+            if bp.type.value == "watch" and bp.watch_path
         }
         lines = []
         for bp_id in stop.breakpoints:

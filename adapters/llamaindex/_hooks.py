@@ -779,7 +779,8 @@ def _committed(store: Any) -> tuple[Any, Callable[[], Any]] | None:
         record = vars(storage).get("_record", _NO_RECORD)
     except (AttributeError, TypeError):  # another store, or storage with slots
         storage, record = None, _NO_RECORD
-    if record is not _NO_RECORD and _JSON is not None and isinstance(store._serializer, _JSON):
+    json_serialized = _JSON is not None and isinstance(getattr(store, "_serializer", None), _JSON)
+    if record is not _NO_RECORD and json_serialized:
         if record is None:
             return storage, store.state_type
         return record, lambda: record.data

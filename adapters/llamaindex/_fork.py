@@ -294,6 +294,41 @@ def _received(target: Any, point: ForkPoint, recorded: list[Any]) -> list[Any]:
     return _events_of(point.with_output(view).output)
 
 
+def _received_as(point: ForkPoint, count: int) -> list[str | None]:
+    """For each of the ``count`` events step ``point.step`` emitted, the name of its type as
+    the steps that received it say, where the record tells: the step that received an event
+    has the event's fields as its recorded input, and the step's decision names the type it
+    went to that step as. (The record of a step's output keeps the events' fields, not their
+    types: events of one shape sent to steps that accept different types are told apart by
+    who received them.) ``None`` for an event no later step received with its fields, or
+    received as several types."""
+    store = point.store
+    decision = point.decision if isinstance(point.decision, Mapping) else {}
+    found: list[str | None] = [None] * count
+    if store is None or not decision:
+        return found
+    recorded = store.get_steps(point.run.run_id, from_step=point.step, to_step=point.step)
+    if not recorded:
+        return found
+    emitted = _events_of(recorded[0].output)  # as recorded, before this fork's edits
+    if len(emitted) != count:
+        return found
+    later = [
+        s
+        for s in store.get_steps(point.run.run_id, kind="node", from_step=point.step + 1)
+        if tuple(s.path) == tuple(point.run.path) and s.node in decision
+    ]
+    for index, fields in enumerate(emitted):
+        names = {
+            str(decision[s.node])
+            for s in later
+            if s.input == fields or (isinstance(s.input, list) and fields in s.input)
+        }
+        if len(names) == 1:
+            found[index] = names.pop()
+    return found
+
+
 def _events(workflow: Any, point: ForkPoint) -> list[Any]:
     """The events step ``point.step`` emitted, rebuilt as the current code's classes."""
     from flowdbg.errors import validation_details
@@ -310,6 +345,7 @@ def _events(workflow: Any, point: ForkPoint) -> list[Any]:
     if recorded and not names:
         raise ForkError(f"the events {where} emitted went to no step: there is nothing to run")
     events = []
+    received: list[str | None] | None = None  # read from the record when needed
     for index, fields in enumerate(recorded):
         if not isinstance(fields, Mapping):
             raise ForkError(
@@ -330,6 +366,11 @@ def _events(workflow: Any, point: ForkPoint) -> list[Any]:
             for kind in classes.get(name, ())
             if len(names) == 1 or _fits(kind, fields)
         ]
+        if len(candidates) > 1 and len(names) > 1:
+            if received is None:
+                received = _received_as(point, len(recorded))
+            name = received[index]
+            candidates = [kind for kind in candidates if kind.__name__ == name]
         if len(candidates) != 1:
             what = (
                 f"several classes named {names[0]}"

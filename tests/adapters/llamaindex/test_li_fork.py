@@ -198,6 +198,57 @@ class Fan(Workflow):
         return StopEvent(result=sum(r.value for r in results))
 
 
+class Left(Event):
+    x: int
+
+
+class Right(Event):
+    x: int
+
+
+class Joined(Event):
+    x: int
+
+
+class TwoShapes(Workflow):
+    """A step sending two events of one shape (their fields alike) to two steps."""
+
+    @step
+    async def split(self, ctx: Context, ev: StartEvent) -> Left | Right | None:
+        ctx.send_event(Left(x=1))
+        ctx.send_event(Right(x=2))
+        return None
+
+    @step
+    async def left(self, ev: Left) -> Joined:
+        return Joined(x=ev.x * 10)
+
+    @step
+    async def right(self, ev: Right) -> Joined:
+        return Joined(x=ev.x * 100)
+
+    @step
+    async def join(self, ctx: Context, ev: Joined) -> StopEvent | None:
+        got = ctx.collect_events(ev, [Joined, Joined])
+        return None if got is None else StopEvent(result=sum(j.x for j in got))
+
+
+def test_events_of_one_shape_are_told_apart_by_the_steps_that_received_them(
+    rec: flowdbg.Debugger,
+) -> None:
+    """The record of a step's output keeps its events' fields: two events alike in shape and
+    of different types are rebuilt as the types the steps that received them took (they were
+    refused as ambiguous)."""
+    wf = TwoShapes(timeout=10)
+    rec.attach(wf)
+    handle = rec.start(plain, wf)
+    assert handle.result(timeout=WAIT) == 210
+    assert rec.flush(WAIT) and handle.run_id is not None
+    assert rec.fork(handle.run_id, 1, target=wf).result(timeout=WAIT) == 210
+    edited = rec.fork(handle.run_id, 1, {"output:[1].x": 5}, target=wf)
+    assert edited.result(timeout=WAIT) == 10 + 500  # the Right event, edited
+
+
 def test_a_fork_at_a_concurrent_worker_is_refused_naming_the_forkable_steps(
     rec: flowdbg.Debugger,
 ) -> None:

@@ -39,6 +39,7 @@ Only public names of flowdbg are used here (``tests/test_meta.py`` checks it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +176,16 @@ def _usage(recorded: Any) -> Any:
     return made
 
 
+@functools.cache
+def _output_items() -> Any:
+    """The validator of the Responses API's output items, built once: pydantic builds a
+    ``TypeAdapter`` of that union in about 13 ms, which each served model turn paid."""
+    from openai.types.responses import ResponseOutputItem
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ResponseOutputItem)
+
+
 def model_response(recorded: Any) -> Any:
     """The ``ModelResponse`` of a recorded model turn (an llm unit's output as the store gives
     it back: ``{"output": [items], "usage": usage}``).
@@ -183,12 +194,10 @@ def model_response(recorded: Any) -> Any:
         by another version of the SDK).
     """
     from agents.items import ModelResponse
-    from openai.types.responses import ResponseOutputItem
-    from pydantic import TypeAdapter
 
     value = recorded if isinstance(recorded, Mapping) else {}
     items = value.get("output") or []
-    adapter: TypeAdapter[Any] = TypeAdapter(ResponseOutputItem)
+    adapter = _output_items()
     output = [adapter.validate_python(_without_nulls(item)) for item in items]
     return ModelResponse(
         output=output, usage=_usage(value.get("usage")), response_id=None, request_id=None

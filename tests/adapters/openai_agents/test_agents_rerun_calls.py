@@ -156,6 +156,11 @@ def test_an_unchanged_rerun_asks_no_model_and_runs_no_tool(
     assert repr(again.calls) == (
         "<RecordedCalls llm+tool: 6 recorded, 6 served, 0 live, 0 diverged>"
     )
+    # the served turns share one validator of the output items (pydantic takes about 20 ms to
+    # build one, which each served turn used to pay)
+    from flowdbg.adapters.openai_agents import _served
+
+    assert _served._output_items.cache_info().currsize == 1
     assert again.run_id is not None
     assert _steps(dbg, again.run_id) == [
         ("triage", "agent", "completed", False),

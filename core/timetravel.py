@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flowdbg._paths import set_path, split_view
+from flowdbg._paths import parse_path, set_path, split_view
 from flowdbg.errors import FlowdbgError, Terminated
 
 if TYPE_CHECKING:
@@ -93,6 +93,26 @@ class ForkPoint:
     #: the store holding the run, for an adapter that rebuilds more than the step's own
     #: values from the record (an agent run's conversation, from its model turns and calls)
     store: Store | None = field(default=None, compare=False, repr=False)
+
+    def state_keys(self) -> dict[str, Any]:
+        """The top-level state key each edit of :attr:`edits` sets, by the edit's path
+        (``messages`` for ``messages[-1].content`` or ``state:messages[-1].content``), for an
+        adapter whose framework keeps only the keys it declares to refuse an edit of another.
+        Edits of another view (``output:``) and of the whole state are left out."""
+        from flowdbg.errors import PathError
+
+        keys: dict[str, Any] = {}
+        for path in self.edits:
+            view, inner = split_view(str(path))
+            if view not in (None, "state"):
+                continue
+            try:
+                parts = parse_path(inner)
+            except PathError:
+                continue  # plan_fork refused it already
+            if parts:
+                keys[str(path)] = parts[0]
+        return keys
 
     def with_output(self, output: Any) -> ForkPoint:
         """This point with ``output`` as what the step returned, the ``output:`` edits of

@@ -47,13 +47,8 @@ def check_fork(target: Any, point: ForkPoint) -> None:
     if point.edits and isinstance(keys, list | tuple):
         # LangGraph writes the state back through the graph's channels: a key outside them
         # would be dropped without a word
-        import re
-
-        for path in point.edits:
-            # the first key of a path written plainly (``messages[-1].content``: messages)
-            found = re.match(r"[A-Za-z_][\w-]*", path)
-            first = found.group(0) if found else None
-            if first is not None and first not in keys:
+        for path, first in point.state_keys().items():
+            if first not in keys:
                 raise ForkError(
                     f"the edit {path!r} sets {first!r}, which graph "
                     f"{getattr(target, 'name', '?')!r} has no state key for (its keys: "

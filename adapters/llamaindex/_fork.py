@@ -414,13 +414,8 @@ def _state(workflow: Any, point: ForkPoint) -> Any:
     if isinstance(fields, Mapping) and extra != "allow":
         # a key the model does not have would be dropped (or refused) by validation: an edit
         # naming one is refused here, saying which keys there are
-        for path in point.edits:
-            text = str(path)
-            if text.startswith("output:"):
-                continue
-            text = text.removeprefix("state:")
-            first = text.split(".", 1)[0].split("[", 1)[0]
-            if first and first not in fields:
+        for path, first in point.state_keys().items():
+            if first not in fields:
                 raise ForkError(
                     f"the edit {path!r} sets {first!r}, which the workflow's state "
                     f"{kind.__name__} has no field for (its fields: {', '.join(fields)})"

@@ -142,6 +142,8 @@ def test_an_edit_of_a_key_the_graph_has_no_channel_for_is_refused(rec: flowdbg.D
     with pytest.raises(flowdbg.ForkError, match=r"sets 'zzz', which graph .* has no state key"):
         rec.fork(run_id, 1, {"zzz": 1}, target=app)
     assert rec.fork(run_id, 1, {"x": 5}, target=app).result(timeout=T) == {"x": 50, "y": 51}
+    # the state view named (as inspect and set name it): its key is x, not "state"
+    assert rec.fork(run_id, 1, {"state:x": 5}, target=app).result(timeout=T) == {"x": 50, "y": 51}
 
 
 SCRIPT = textwrap.dedent(

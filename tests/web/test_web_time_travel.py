@@ -9,6 +9,7 @@ from typing import Any
 from web_browser import Served, ui_fixture
 
 served = ui_fixture()  # the demo graph
+edited = ui_fixture()  # another server of it, with no breakpoint left by the test before
 
 
 def test_rewind_fork_and_rerun_from_the_page(open_ui: Any, served: Served) -> None:
@@ -88,3 +89,58 @@ def test_rewind_fork_and_rerun_from_the_page(open_ui: Any, served: Served) -> No
     shot("fork-and-rerun")
     # the refused rewind is the only request that failed (the browser logs its 400)
     assert [e for e in ui.errors if "status of 400" not in e] == [], ui.errors
+
+
+def test_rewind_and_fork_with_edits_from_the_page(open_ui: Any, edited: Served) -> None:
+    from playwright.sync_api import expect
+
+    ui = open_ui(edited)
+    page, node = ui.page, ui.node
+    stops = page.locator("#stop-list li")
+    node("sign").click()  # break before sign
+    expect(node("sign")).to_have_attribute("data-break-before", "true")
+    page.get_by_role("button", name="Start run").click()
+    expect(stops).to_contain_text("before node sign")
+    expect(page.locator("#tree")).to_contain_text("opened a refund")  # the ticket asks for one
+
+    # a line that is not PATH=VALUE is refused on the page: nothing is sent, the stop stays
+    page.get_by_label("Rewind to the state after step").fill("1")
+    edits = page.get_by_label("With edits", exact=True)
+    edits.fill("intent")
+    page.get_by_role("button", name="Rewind", exact=True).click()
+    expect(page.locator("#stop-error")).to_contain_text("an edit is PATH=VALUE")
+    expect(stops).to_have_count(1)
+
+    # rewound to the state after classify with the intent edited: answer runs, not refund
+    edits.fill('intent="question"\nconfidence=0.99')
+    page.get_by_role("button", name="Rewind", exact=True).click()
+    expect(page.locator("#log")).to_contain_text("with intent, confidence edited")
+    expect(edits).to_have_value("")
+    expect(stops).to_contain_text("before node sign")
+    expect(page.locator("#tree")).to_contain_text("Here is how to fix it")
+    expect(page.locator("#tree")).to_contain_text("0.99")
+    ui.shot("rewound-with-edits")
+    page.locator("body").press("c")
+    expect(stops).to_have_count(0)
+
+    # a fork of the run that went on (its step 1 is answer), with the reply edited
+    page.get_by_role("tab", name="Record").click()
+    rows = page.locator("#rec-runs tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_contain_text("completed")
+    rows.nth(0).click()
+    expect(page.locator("#rec-step-label")).to_contain_text("2 of 2: sign")  # its steps shown
+    slider = page.locator("#rec-slider")
+    slider.focus()
+    slider.press("Home")
+    expect(page.locator("#rec-step-label")).to_contain_text("1 of")
+    expect(page.locator("#rec-step-label")).to_contain_text("answer")
+    page.get_by_label("Fork with edits").fill('reply = "We will refund you."')
+    page.get_by_role("button", name="Fork after this step").click()
+    expect(page.locator("#rec-travel-note")).to_contain_text("with reply edited")
+    expect(stops).to_have_count(1)
+    expect(page.locator("#tree")).to_contain_text("We will refund you.")
+    ui.shot("forked-with-edits")
+    page.locator("body").press("c")
+    expect(stops).to_have_count(0)
+    assert ui.errors == [], ui.errors

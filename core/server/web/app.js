@@ -306,6 +306,28 @@ $("eval-form").addEventListener("submit", async (ev) => {
   }
 });
 
+// The edits a rewind or a fork applies to the recorded state first: one PATH=VALUE a line, the
+// value read as the tree's edits read it (JSON, else plain text as a string); null for none.
+function parseEdits(text) {
+  const edits = {};
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line) continue;
+    const at = line.indexOf("=");
+    const path = at < 0 ? "" : line.slice(0, at).trim();
+    if (!path) {
+      throw new Error(`an edit is PATH=VALUE, one a line, not ${JSON.stringify(line)} (e.g. intent="question")`);
+    }
+    const value = line.slice(at + 1).trim();
+    try {
+      edits[path] = JSON.parse(value);
+    } catch {
+      edits[path] = value; // plain text is a string
+    }
+  }
+  return Object.keys(edits).length ? edits : null;
+}
+
 $("rewind-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const stop = selectedStop();
@@ -313,9 +335,12 @@ $("rewind-form").addEventListener("submit", async (ev) => {
   if (!stop || !Number.isInteger(step) || step < 0) return;
   const box = $("stop-error");
   try {
-    const done = await post(`/stops/${encodeURIComponent(stop.id)}/rewind`, { step });
+    const edits = parseEdits($("rewind-edits").value);
+    const done = await post(`/stops/${encodeURIComponent(stop.id)}/rewind`, edits ? { step, edits } : { step });
     box.hidden = true;
-    logLine(`rewound run ${short(done.run_id)} to the state after step ${done.step}`);
+    const told = edits ? `, with ${Object.keys(edits).join(", ")} edited` : "";
+    logLine(`rewound run ${short(done.run_id)} to the state after step ${done.step}${told}`);
+    $("rewind-edits").value = "";
     dropStop(stop.id);
   } catch (err) {
     box.hidden = false; // refused (a step that has not ended, say): the stop stays held
@@ -472,6 +497,7 @@ async function renderStopDetail() {
   const instead = can(framework, "fork") ? "fork the run from the Record tab once it has ended" : "set a breakpoint where you want to look and run it again";
   offer($("rewind-go"), rewinds, `the ${framework} adapter cannot rewind a run: ${instead}`, $("rewind-note"));
   $("rewind-step").disabled = !rewinds;
+  $("rewind-edits").disabled = !rewinds;
   const views = stop.views && stop.views.length ? stop.views : [stop.default_view];
   if (!ui.view || !views.includes(ui.view)) ui.view = stop.default_view;
   const tabs = $("view-tabs");
@@ -1039,6 +1065,7 @@ async function openRun(runId) {
   if (framework) {
     const instead = can(framework, "cached_calls") ? "rerun it instead" : "start a run with its input from the toolbar";
     offer($("rec-fork"), can(framework, "fork"), `the ${framework} adapter cannot fork a run: ${instead}`);
+    $("rec-edits").disabled = !can(framework, "fork");
     offer($("rec-rerun"), can(framework, "cached_calls"), `the ${framework} adapter cannot serve recorded model and tool calls in a rerun: start a run with its input instead`);
   }
   $("rec-divergence").hidden = true;
@@ -1110,11 +1137,17 @@ async function showDivergence(runId) {
 async function travel(kind) {
   const step = record.steps[Number($("rec-slider").value) - 1];
   if (!record.runId) return;
-  const body = kind === "fork" ? { step: step ? step.step : 0 } : {};
   const note = $("rec-travel-note");
   try {
+    const body = {};
+    if (kind === "fork") {
+      body.step = step ? step.step : 0;
+      const edits = parseEdits($("rec-edits").value);
+      if (edits) body.edits = edits;
+    }
     const started = await post(`/records/runs/${encodeURIComponent(record.runId)}/${kind}`, body);
-    note.textContent = `${kind} ${short(started.run_id || "")} started: its stops show in the Stops tab`;
+    const told = body.edits ? ` with ${Object.keys(body.edits).join(", ")} edited` : "";
+    note.textContent = `${kind} ${short(started.run_id || "")} started${told}: its stops show in the Stops tab`;
     logLine(`started ${kind} ${short(started.run_id || "")} of run ${short(record.runId)}`);
   } catch (err) {
     note.textContent = err.message; // refused: which steps can be forked from, say

@@ -774,10 +774,18 @@ class Unit:
         decide: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Async form of :meth:`after`."""
-        self._exit()
-        ended = _now()
         run = self.run
         ctl = run.ctl
+        token = self._token  # self._exit(), inlined: this runs for every unit
+        if token is not None:
+            self._token = None
+            self._task = None
+            ctl.running.discard(self)
+            try:
+                _CURRENT_UNIT.reset(token)
+            except ValueError:
+                _restore(token)
+        ended = _now()
         if not ctl.quiet:
             self.state = state
             self.decision = decision

@@ -110,11 +110,22 @@ def _private(model: Any, name: str) -> Any:
     return private.get(name) if private else None
 
 
+#: event class -> (the names of its declared fields, whether it is a StopEvent)
+_SHAPES: dict[type, tuple[frozenset[str], bool]] = {}
+
+
 def event_fields(event: Any) -> dict[str, Any]:
     """An event as the mapping a stop shows: its declared fields, then its dynamic ones (what
-    ``Event(**kwargs)`` keeps in ``_data``)."""
-    fields = _declared(event)
-    if isinstance(event, StopEvent) and (type(event) is StopEvent or event.result is not None):
+    ``Event(**kwargs)`` keeps in ``_data``). Runs for every event a run log keeps: where the
+    instance's ``__dict__`` holds exactly the declared fields (pydantic fills it in their
+    order as it validates), it is copied as it is, a C-level copy."""
+    kind = type(event)
+    shape = _SHAPES.get(kind)
+    if shape is None:
+        shape = _SHAPES[kind] = (frozenset(kind.__pydantic_fields__), issubclass(kind, StopEvent))
+    values = event.__dict__
+    fields = dict(values) if values.keys() == shape[0] else _declared(event)
+    if shape[1] and (kind is StopEvent or event.result is not None):
         fields["result"] = event.result  # a property over a private attribute; __init__ takes it
     data = _private(event, "_data")
     if data:
@@ -355,8 +366,12 @@ def _decider(table: _Table) -> Callable[[Any], dict[str, str]]:
     def decide(outputs: _Outputs | Event | None) -> dict[str, str]:
         if outputs is None:
             return {}
-        events = outputs.events() if isinstance(outputs, _Outputs) else [outputs]
-        kinds = tuple(map(type, events))
+        if type(outputs) is _Outputs:
+            events = outputs.events()
+            kinds = tuple(map(type, events))
+        else:
+            events = [outputs]
+            kinds = (type(outputs),)
         found = known.get(kinds)
         if found is None:
             found = _targets(table, events)
@@ -954,7 +969,9 @@ async def _step(
         attempt=getattr(retry, "retry_number", 0) + 1,
         cause=cause,
         check_edit=(
-            _input_checker(type(event)) if collected is None else _collected_checker(collected)
+            (_INPUT_CHECKERS.get(type(event)) or _input_checker(type(event)))
+            if collected is None
+            else _collected_checker(collected)
         ),
     )
     if run.note is not None:
@@ -1031,6 +1048,17 @@ async def _step(
         raise raised from exc
     finally:
         _current_runtime.reset(token)
+    if tool is None and len(outputs) == 1 and ctl.quiet and ctl.on_step is None:
+        item = outputs[0]
+        if type(item) is StepWorkerResult:
+            returned = item.result
+            if returned is None or isinstance(returned, Event):
+                # the fast path's commonest case, one event returned (or none): the unit keeps
+                # that event itself, shown as its fields as _Outputs.view() shows it, and no
+                # object around it for the garbage collector to promote (bench/RESULTS.md);
+                # its decision made now, from the event's type (the run log has it made anyway)
+                await unit.aafter(output=returned, decision=decide(returned))
+                return outputs
     failed = None
     for item in outputs:
         if isinstance(item, StepWorkerFailed):
@@ -1042,16 +1070,6 @@ async def _step(
         after_state = await _read_state(run) if wanted else None
         await _held(run, unit.aerror(failed.exception, state=after_state))
         return outputs
-    if ctl.quiet and ctl.on_step is None and len(outputs) == 1:
-        item = outputs[0]
-        if type(item) is StepWorkerResult:
-            returned = item.result
-            if returned is None or isinstance(returned, Event):
-                # the fast path's commonest case, one event returned (or none): the unit keeps
-                # that event itself, shown as its fields as _Outputs.view() shows it, and no
-                # object around it for the garbage collector to promote (bench/RESULTS.md)
-                await unit.aafter(output=returned, decide=decide)
-                return outputs
     parts = _Outputs(outputs)
     if parts.waiting and not parts.returned:
         # wait_for_event: the step runs again from the top when the event arrives

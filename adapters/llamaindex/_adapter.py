@@ -103,6 +103,9 @@ class LlamaIndexAdapter(Adapter):
             # a fork starts a run of the current workflow from the recorded store and the
             # events the step emitted (a serialized context with pending deliveries: _fork.py)
             Capability.FORK,
+            # a run rewound at a stop ends cancelled for LlamaIndex, and its handler's result is
+            # that of its fork from the step gone back to (_hooks._go_on)
+            Capability.REWIND,
         }
     )
 

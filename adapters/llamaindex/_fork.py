@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from flowdbg.store import Store
     from flowdbg.timetravel import ForkPoint
 
-__all__ = ["afork", "check_fork", "fork_problems"]
+__all__ = ["afork", "check_fork", "fork_problems", "start"]
 
 END = "__end__"
 
@@ -462,14 +462,11 @@ def _serializer(events: list[Any], state: Any) -> Any:
 
 def _ended(target: Any, stop: Any) -> Any:
     """The fork of a step that ended the run (it returned a ``StopEvent``): a run that ends
-    at once with that event's result, as ``wf.run()`` gives it. LlamaIndex has no way to start
-    a run from its stop event (a delivered ``StopEvent`` is an event no step accepts, and the
-    run would wait for another), so the run is recorded here, with no step."""
-    from workflows.events import StopEvent
-
+    at once with that stop event. LlamaIndex has no way to start a run from its stop event (a
+    delivered ``StopEvent`` is an event no step accepts, and the run would wait for another),
+    so the run is recorded here, with no step."""
     from flowdbg.adapters.llamaindex._hooks import DebugRuntime, _result_view
 
-    result = stop.result if type(stop) is StopEvent else stop
     runtime = vars(target).get("_runtime")
     if isinstance(runtime, DebugRuntime) and runtime.active:
         scope = runtime.debugger.begin_run(
@@ -479,18 +476,29 @@ def _ended(target: Any, stop: Any) -> Any:
             target=runtime.workflow,
         )
         scope.end(output=_result_view(stop))
-    return result
+    return stop
 
 
 async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
-    """Run the fork in the running event loop (see the module's docstring)."""
+    """Run the fork in the running event loop (see the module's docstring): its result, as
+    ``await wf.run()`` gives it."""
+    from workflows.events import StopEvent
+
+    started = start(target, point)
+    stop = await started.stop_event_result() if hasattr(started, "stop_event_result") else started
+    return stop.result if type(stop) is StopEvent else stop
+
+
+def start(target: Any, point: ForkPoint) -> Any:
+    """Start the fork in the running event loop: the new run's ``WorkflowHandler``, or, for a
+    step that ended the run, its ``StopEvent`` (the run has ended already)."""
     from workflows import Context
     from workflows.context.context_types import SerializedContext, SerializedDelivery
     from workflows.context.state_store import InMemoryStateStore
     from workflows.events import StopEvent
 
     if point.node is None:  # from the run's input: the start event's fields
-        return await target.run(**dict(point.state or {}))
+        return target.run(**dict(point.state or {}))
     events = _events(target, point)
     state = _state(target, point)
     stop = next((event for event in events if isinstance(event, StopEvent)), None)
@@ -510,4 +518,4 @@ async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> An
         ],
     )
     ctx = Context.from_dict(target, snapshot.model_dump(), serializer=serializer)
-    return await target.run(ctx=ctx)
+    return target.run(ctx=ctx)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workflows.errors import WorkflowCancelledByUser
-from workflows.events import Event, StopEvent
+from workflows.events import Event, StopEvent, WorkflowCancelledEvent
 from workflows.runtime.runtime_decorators import (
     BaseExternalRunAdapterDecorator,
     BaseInternalRunAdapterDecorator,
@@ -59,6 +59,7 @@ from workflows.runtime.types.results import (
 from flowdbg.adapters.llamaindex._adapter import workflow_name
 from flowdbg.errors import EditRefused, Terminated, refuse_unknown_arguments, validation_details
 from flowdbg.runtime import TERMINATE_MESSAGE
+from flowdbg.timetravel import Rewound
 
 try:  # BasicRuntime's internal adapter, whose get_now is time.time()
     from workflows.plugins.basic import InternalAsyncioAdapter
@@ -502,10 +503,13 @@ class _ExternalAdapter(BaseExternalRunAdapterDecorator):
         return await _ended(self._scope, self._decorated.get_result())
 
 
-async def _ended(scope: RunScope, result: Any) -> Any:
+async def _ended(
+    scope: RunScope, result: Any, external: Any = None, going: _GoingOn | None = None
+) -> Any:
     """Await the workflow's result, and end the flowdbg run with it. A run the debugger
     terminated ends cancelled for LlamaIndex (see :func:`_cancelled`): its caller gets
-    :class:`flowdbg.Terminated`."""
+    :class:`flowdbg.Terminated`, or, for a top-level run rewound at a stop
+    (:meth:`flowdbg.Debugger.rewind`), the result of the run that goes on (:func:`_go_on`)."""
     try:
         value = await result
     except WorkflowCancelledByUser as exc:
@@ -513,13 +517,46 @@ async def _ended(scope: RunScope, result: Any) -> Any:
             scope.end(error=exc)
             raise
         raised = scope.root.termination()
+        target = scope.target  # (ending the run lets go of it)
         scope.end(error=raised)
+        if going is not None and isinstance(raised, Rewound) and raised.run_id == scope.run_id:
+            return await _go_on(target, raised, external, going)
         raise raised from exc
     except BaseException as exc:
         scope.end(error=exc)
         raise
     scope.end(output=_result_view(value))
     return value
+
+
+async def _go_on(target: Any, rewound: Rewound, external: Any, going: _GoingOn) -> Any:
+    """The run of ``target`` (the attached workflow) rewound at a stop goes on from the state
+    after the step it was rewound to, as its fork would (``_fork.start``), and the caller's
+    handler follows it: its result is that run's stop event, its event stream goes on with
+    that run's events (:func:`_published`), and its context's store and ``send_event``
+    (``handler.ctx``: a ``wait_for_event`` answered) are that run's, as ``external`` (the
+    rewound run's side of the handler) hands them on. The new run is top-level (its tasks do
+    not take the old run's context) and recorded as the rewind of the old one
+    (``rewound.lineage()``)."""
+    from flowdbg.adapters.llamaindex import _fork
+
+    token = RUN.set(None)
+    handing = _GOING_ON.set(going)
+    try:
+        with rewound.lineage():
+            started = _fork.start(target, rewound.point)
+            new = going.external
+            if new is not None:
+                for name in ("get_state_store", "send_event", "stream_published_events"):
+                    setattr(external, name, getattr(new, name))
+            going.ready.set()
+            if not isinstance(started, Event):  # a handler: the run goes on
+                started = await started.stop_event_result()
+    finally:
+        _GOING_ON.reset(handing)
+        RUN.reset(token)
+        going.ready.set()  # (also when the run could not go on: the stream ends)
+    return started
 
 
 async def _cancelled(run: _Run) -> None:
@@ -556,19 +593,61 @@ def _ending(external: Any, scope: RunScope) -> Any:
     counting (those collections were most of the attached overhead: bench/RESULTS.md).
     """
     get_result = external.get_result
+    # A recorded run can be rewound at a stop (Debugger.rewind; recording off, it is refused):
+    # its handler then follows the run that goes on (see _go_on), its event stream too.
+    going = _GoingOn() if scope.ctl.on_step is not None else None
 
     async def get_result_and_end() -> Any:
         try:
-            return await _ended(scope, get_result())
+            return await _ended(scope, get_result(), external, going)
         finally:
             with contextlib.suppress(AttributeError):  # awaited twice
                 del external.get_result
+            if going is not None and going.external is None:
+                with contextlib.suppress(AttributeError):
+                    del external.stream_published_events
 
     try:
         external.get_result = get_result_and_end
     except (AttributeError, TypeError):  # an adapter with __slots__: wrap it instead
         return _ExternalAdapter(external, scope)
+    if going is not None:
+        stream = external.stream_published_events
+        external.stream_published_events = lambda: _published(stream, scope, going)
     return external
+
+
+class _GoingOn:
+    """What a rewound run's handler follows: the handler's side (external adapter) of the run
+    that goes on from the rewind (:func:`_go_on`), once it has started (``ready``)."""
+
+    __slots__ = ("external", "ready")
+
+    def __init__(self) -> None:
+        self.external: Any = None
+        self.ready = asyncio.Event()
+
+
+#: set while a rewound run's fork starts (:func:`_go_on`): the run started then hands over the
+#: handler's side of it (DebugRuntime.run_workflow)
+_GOING_ON: contextvars.ContextVar[_GoingOn | None] = contextvars.ContextVar(
+    "flowdbg_llamaindex_going_on", default=None
+)
+
+
+async def _published(stream: Callable[[], Any], scope: RunScope, going: _GoingOn) -> Any:
+    """A run's published events (``handler.stream_events()``), and, where the run was rewound
+    at a stop, those of the run that goes on instead of the ``WorkflowCancelledEvent`` with
+    which LlamaIndex ends a cancelled run's stream (the rewind cancels the run: _cancelled)."""
+    async for event in stream():
+        if not (isinstance(event, WorkflowCancelledEvent) and scope.root.rewound is not None):
+            yield event
+            continue
+        await going.ready.wait()
+        if going.external is not None:
+            async for later in going.external.stream_published_events():
+                yield later
+        return
 
 
 class DebugRuntime(BaseRuntimeDecorator):
@@ -687,7 +766,11 @@ class DebugRuntime(BaseRuntimeDecorator):
             RUN.reset(token)
         with contextlib.suppress(TypeError):  # an adapter without weak references
             run.external = weakref.ref(external)
-        return _ending(external, scope)
+        ending = _ending(external, scope)
+        going = _GOING_ON.get() if parent is None else None
+        if going is not None and going.external is None:  # the run a rewind goes on with
+            going.external = ending
+        return ending
 
     # -- step workers --
 

@@ -286,10 +286,10 @@ class AdapterFixtures(abc.ABC):
         return Placement(kind=self.unit_kind)
 
     def fork_edits(self, edits: dict[str, Any]) -> dict[str, Any]:
-        """The edits of a fork as the adapter takes them, given the canonical ones (paths of
-        the scenario's state): the same by default. A framework whose next units start from
-        what a unit returned as well as from its state (a LlamaIndex step's event carrying its
-        update) names both (``{"x": 5, "output:x": 5}``)."""
+        """The edits of a fork or a rewind as the adapter takes them, given the canonical ones
+        (paths of the scenario's state): the same by default. A framework whose next units
+        start from what a unit returned as well as from its state (a LlamaIndex step's event
+        carrying its update) names both (``{"x": 5, "output:x": 5}``)."""
         return edits
 
     def fork_result(

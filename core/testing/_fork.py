@@ -338,7 +338,7 @@ class AbstractRewindTests(SuiteBase):
         dbg.break_before("c")
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        dbg.rewind(1, {"x": 5})
+        dbg.rewind(1, self.fork_edits({"x": 5}))
         second = self.wait_stop(dbg)
         dbg.rewind(0)  # the second run's input: the (edited) state after a
         third = self.wait_stop(dbg)
@@ -363,7 +363,7 @@ class AbstractRewindTests(SuiteBase):
         dbg.break_before("c")
         run = self.launch(dbg, scn)
         self.wait_stop(dbg)
-        dbg.rewind(1, {"x": 5})
+        dbg.rewind(1, self.fork_edits({"x": 5}))
         self.wait_stop(dbg)
         assert dbg.inspect("x") == 50
         dbg.resume()

@@ -1,8 +1,9 @@
 """The page's controls on targets other than the demo: a LlamaIndex workflow whose step runs on
-two workers (its parallel units keep their timeline lanes once the run ends; Rewind, Fork and
-Rerun, which its adapter cannot do, are disabled saying why; the diff never compares a run with
-itself), a refused breakpoint's message (out of the toolbar's way, dismissible), and an OpenAI
-agent whose tool reads the run's context, given in the run form's config."""
+two workers (its parallel units keep their timeline lanes once the run ends; a rewind to a step
+that has not ended is refused; the diff never compares a run with itself), a refused
+breakpoint's message (out of the toolbar's way, dismissible), and an OpenAI agent whose tool
+reads the run's context, given in the run form's config (Rewind, which its adapter cannot do, is
+disabled saying why)."""
 
 from __future__ import annotations
 
@@ -44,15 +45,13 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
     expect(lanes).to_have_count(2)
     expect(lanes.nth(1)).to_contain_text("∥2")
 
-    # the adapter cannot rewind: the button is disabled, and points at a fork
-    rewind = page.locator("#rewind-go")
-    expect(rewind).to_be_disabled()
-    expect(rewind).to_have_attribute(
-        "title",
-        "the llamaindex adapter cannot rewind a run: fork the run from the Record tab once it "
-        "has ended",
-    )
-    expect(page.locator("#rewind-note")).to_contain_text("cannot rewind")
+    # the adapter rewinds: a step that has not ended (a held worker) is refused, and both
+    # stops stay
+    expect(page.locator("#rewind-go")).to_be_enabled()
+    page.get_by_label("Rewind to the state after step").fill("2")
+    page.get_by_role("button", name="Rewind", exact=True).click()
+    expect(page.locator("#stop-error")).to_contain_text("has not ended")
+    expect(stops).to_have_count(2)
     shot("held-on-two-workers")
 
     # each worker resumed in turn; the run ends and both lanes still show what ran there
@@ -121,7 +120,8 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
     expect(warning).to_contain_text("remove it here if the name is wrong")
     expect(warning).not_to_contain_text("strict")
     expect(warning).not_to_contain_text("kind")
-    # the refused breakpoint is the only request that failed (the browser logs its 400)
+    # the refused breakpoint and rewind are the only requests that failed (the browser logs
+    # their 400)
     assert [e for e in ui.errors if "status of 400" not in e] == [], ui.errors
 
 
@@ -155,4 +155,25 @@ def test_a_run_gets_the_config_given_in_the_form(open_ui: Any, greeter: Served) 
     detail = httpx.get(f"{greeter.base}/records/runs/{run['run_id']}", headers=auth).json()
     assert "hello ada" in json.dumps(detail["output"]), detail["output"]
     shot("config-given")
+
+    # held before the agent: the adapter cannot rewind, so the button is disabled, pointing
+    # at a fork
+    agent = page.locator('#graph [data-node="greeter"]')
+    agent.click()
+    expect(agent).to_have_attribute("data-break-before", "true")
+    page.get_by_role("button", name="Start run").click()
+    stops = page.locator("#stop-list li")
+    expect(stops).to_have_count(1)
+    rewind = page.locator("#rewind-go")
+    expect(rewind).to_be_disabled()
+    expect(rewind).to_have_attribute(
+        "title",
+        "the openai_agents adapter cannot rewind a run: fork the run from the Record tab once "
+        "it has ended",
+    )
+    expect(page.locator("#rewind-note")).to_contain_text("cannot rewind")
+    expect(page.get_by_label("With edits", exact=True)).to_be_disabled()
+    shot("no-rewind")
+    page.locator("body").press("c")
+    expect(stops).to_have_count(0)
     assert not ui.errors, ui.errors

@@ -369,20 +369,32 @@ def test_a_typed_state_is_rebuilt_and_checked(rec: flowdbg.Debugger) -> None:
         rec.fork(handle.run_id, 1, {"state:nokey": 1}, target=wf)
 
 
-def test_a_rewind_is_refused_pointing_at_a_fork(rec: flowdbg.Debugger) -> None:
-    wf = Writer(timeout=10)
+def test_a_rewind_to_a_step_a_fork_cannot_start_after_is_refused(rec: flowdbg.Debugger) -> None:
+    """A rewind goes on as a fork would: a step the record cannot give the state after (a
+    worker that ran beside the others) is refused, naming the steps it can go back to, and the
+    stop stays; the fan-out step before them can (see test_li_rewind.py for the rest)."""
+    wf = Fan(timeout=10)
     rec.attach(wf)
-    rec.break_before("publish")
-    handle = rec.start(write, wf)
-    assert rec.wait_for_stop(WAIT) is not None
+    rec.break_before("gather")
+    handle = rec.start(plain, wf)
+    stop = rec.wait_for_stop(WAIT)
+    assert stop is not None
+    run_id = stop.location.run_id
+    workers = [u.step for u in rec.runs[-1].steps if u.node == "work" and u.status == "completed"]
+    assert workers, "a worker ended before the first gather"
     with pytest.raises(flowdbg.ForkError) as refused:
-        rec.rewind(1)
-    assert str(refused.value) == (
-        "adapter 'llamaindex' cannot rewind a run (no capability 'rewind'); fork it instead "
-        f"when it has ended: flowdbg runs fork {handle.run_id[:8]} --step 1"  # type: ignore[index]
+        rec.rewind(workers[0])
+    assert f"cannot rewind: cannot fork run {run_id[:8]} after step {workers[0]}" in str(
+        refused.value
     )
-    rec.resume()
-    assert handle.result(timeout=WAIT) == "notes on forks."
+    assert "it can be forked after steps 0, 1" in str(refused.value)
+    assert stop.id in {s.id for s in rec.stops}  # nothing resumed
+    rec.rewind(1)  # after the fan-out: its three events on their way again
+    again = rec.wait_for_stop(WAIT)
+    assert again is not None and again.location.run_id != run_id
+    rec.clear()
+    rec.resume_all()
+    assert handle.result(timeout=WAIT) == 30
 
 
 # -- the command line ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from flowdbg.records import RunRecord, StepRecord
     from flowdbg.runlog import NodeStats, RunLog, format_duration
     from flowdbg.runtime import Frame, RunScope, Unit
-    from flowdbg.stops import Status, Stop, StopReason
+    from flowdbg.stops import Status, Stop, StopReason, WatchChange
     from flowdbg.timetravel import ForkError, ForkPoint
 
 __version__ = "0.1.0.dev0"
@@ -84,6 +84,7 @@ _LAZY = {
     "Status": "flowdbg.stops",
     "Stop": "flowdbg.stops",
     "StopReason": "flowdbg.stops",
+    "WatchChange": "flowdbg.stops",
     "ForkError": "flowdbg.timetravel",
     "ForkPoint": "flowdbg.timetravel",
 }
@@ -132,6 +133,7 @@ __all__ = [
     "StopReason",
     "Terminated",
     "Unit",
+    "WatchChange",
     "__version__",
     "format_duration",
     "hookimpl",

@@ -516,6 +516,7 @@ class Controller:
         reason: StopReason | None = None
         hit_ids: list[str] = []
         reasons: dict[str, StopReason] | None = None
+        watches: dict[str, str] | None = None
         hits: dict[str, int] = {}
         temporary: list[str] = []
         kind, node = unit.kind, unit.node
@@ -549,6 +550,9 @@ class Controller:
                 r = StopReason.EXCEPTION
             elif bp.type == BreakpointType.WATCH:
                 r = StopReason.WATCH
+                if watches is None:
+                    watches = {}
+                watches[bp.id] = bp.watch_path or ""
             else:
                 r = StopReason.BREAKPOINT
             if reasons is None:
@@ -632,6 +636,7 @@ class Controller:
                 decision=decision,
                 state_before=unit.state_before if position != _BEFORE else None,
                 message=getattr(unit, "note", None),
+                watches=watches or {},
                 _unit=unit,
             )
             if resolve is not None:  # the point resolves the state, then opens it (_publish)

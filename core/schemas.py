@@ -76,6 +76,7 @@ __all__ = [
     "StepStatusName",
     "StepsCompared",
     "Stop",
+    "WatchChange",
     "WrittenBy",
     "json_schema",
 ]
@@ -649,6 +650,18 @@ class Location(_Shape):
     attempt: Attempt
 
 
+class WatchChange(_Shape):
+    """A watched path's change at a watch stop: its value before the unit and in the stop's
+    state (as gdb shows a watchpoint)."""
+
+    breakpoint: str = Field(description="the watch's breakpoint id")
+    path: str = Field(description="the watched path in the state")
+    old: Any = Field(description="its value before the unit (null where it was added)")
+    new: Any = Field(description="its value in the stop's state (null where it was removed)")
+    added: bool = Field(description="the path did not resolve before the unit")
+    removed: bool = Field(description="the path does not resolve in the stop's state")
+
+
 class Stop(_Shape):
     """A branch held by the debugger, with what is known there."""
 
@@ -676,6 +689,9 @@ class Stop(_Shape):
         description="what an edit changes here; null: nothing can be edited"
     )
     edited: bool
+    watched: list[WatchChange] = Field(
+        description="at a watch stop, what each watch that stopped here saw change"
+    )
 
 
 class RunningUnit(_Shape):

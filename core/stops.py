@@ -84,6 +84,9 @@ class Stop:
     created_at: float = field(default_factory=time.time)
     #: state before the unit ran (for :meth:`diff`); set at ``after`` and ``error`` stops
     state_before: Any = field(default=None, repr=False)
+    #: the watches that stopped here: breakpoint id -> the path it watches (see
+    #: :meth:`watch_changes`)
+    watches: dict[str, str] = field(default_factory=dict, repr=False)
 
     # -- internals used by the controller --
     _unit: Unit | None = field(default=None, repr=False)
@@ -270,6 +273,25 @@ class Stop:
 
         return diff(self.state_before, self.state)
 
+    def watch_changes(self) -> list[WatchChange]:
+        """What each watch that stopped here saw change (as gdb shows a watchpoint's old and new
+        value): its path in the state before the unit and in this stop's state."""
+        from flowdbg._paths import get_path, parse_path, split_view
+
+        changes = []
+        for bp_id, path in self.watches.items():
+            _, inner = split_view(path)
+            parts = parse_path(inner)
+            seen: list[tuple[bool, Any]] = []
+            for root in (self.state_before, self.state):
+                try:
+                    seen.append((True, get_path(root, parts)))
+                except Exception:  # the path does not resolve there: added or removed
+                    seen.append((False, None))
+            (had, old), (has, new) = seen
+            changes.append(WatchChange(bp_id, inner, old, new, added=not had, removed=not has))
+        return changes
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serializable description of the stop, secrets redacted (the values by
         :func:`~flowdbg._json.jsonable`; the error's message and traceback and the message, which
@@ -292,11 +314,41 @@ class Stop:
             "views": list(self.views),
             "editable": editable_now(self),
             "edited": self._edited,
+            "watched": [change.to_dict() for change in self.watch_changes()],
         }
 
     def __str__(self) -> str:
         bps = f" [{', '.join(self.breakpoints)}]" if self.breakpoints else ""
         return f"{self.id}: {self.reason.value}{bps} at {self.location}"
+
+
+@dataclass(frozen=True)
+class WatchChange:
+    """A watched path's change at a watch stop (:meth:`Stop.watch_changes`)."""
+
+    #: the watch breakpoint's id
+    breakpoint: str
+    #: the watched path in the state
+    path: str
+    #: its value before the unit (``None`` where it was ``added``)
+    old: Any
+    #: its value in the stop's state (``None`` where it was ``removed``)
+    new: Any
+    #: the path did not resolve before the unit
+    added: bool = False
+    #: the path does not resolve in the stop's state
+    removed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable form, secrets redacted (see :meth:`Stop.to_dict`)."""
+        return {
+            "breakpoint": self.breakpoint,
+            "path": self.path,
+            "old": jsonable(self.old),
+            "new": jsonable(self.new),
+            "added": self.added,
+            "removed": self.removed,
+        }
 
 
 def _validate(candidate: Any, node: str, which: str) -> None:

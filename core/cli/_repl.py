@@ -702,27 +702,12 @@ class Session:
 
     def _watch_changes(self, stop: Stop) -> list[str]:
         """``watch PATH: OLD -> NEW`` for each watch that stopped here (gdb's old and new
-        value): the path in the state before the unit and in the stop's state."""
-        from flowdbg._paths import get_path
-
-        watches = {
-            bp.id: bp.watch_path
-            for bp in self.dbg.breakpoints
-            if bp.type.value == "watch" and bp.watch_path
-        }
+        value, ``Stop.watch_changes``)."""
         lines = []
-        for bp_id in stop.breakpoints:
-            path = watches.get(bp_id)
-            if path is None:
-                continue
-            _, inner = split_view(path)
-            shown = []
-            for root in (stop.state_before, stop.state):
-                try:
-                    shown.append(short_repr(get_path(root, parse_path(inner)), 60))
-                except Exception:
-                    shown.append("(missing)")
-            lines.append(f"watch {inner}: {shown[0]} -> {shown[1]}")
+        for change in stop.watch_changes():
+            old = "(missing)" if change.added else short_repr(change.old, 60)
+            new = "(missing)" if change.removed else short_repr(change.new, 60)
+            lines.append(f"watch {change.path}: {old} -> {new}")
         return lines
 
     def _selected(self) -> Stop:

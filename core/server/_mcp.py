@@ -181,6 +181,9 @@ def stop_report(service: Service, stop_id: str) -> dict[str, Any]:
         report["input"] = value_view(stop.input, "input:")
     if stop.decision is not None:
         report["decision"] = jsonable(stop.decision)
+    watched = stop.watch_changes()
+    if watched:  # a watch stop: each watched path's value before the unit and now
+        report["watched"] = [change.to_dict() for change in watched]
     err = stop.error
     if err is not None:
         report["error"] = {"type": err.type, "message": err.message}

@@ -92,6 +92,48 @@ def test_stops_and_status_of_a_session(session: flowdbg.Debugger) -> None:
     assert idle["stops"] == []
 
 
+def test_a_watch_stop_says_what_changed(session: flowdbg.Debugger) -> None:
+    """A watch stop's JSON (the CLI's --json, the server, MCP) names each watch's old and new
+    value, as the terminal shows them."""
+    graph = build()
+    session.attach(graph)
+    session.watch("x")
+    session.watch("found[0]")  # added by agent
+    handle = session.start(graph.invoke, {"x": 1})
+    entry = session.wait_for_stop(timeout=T)
+    assert entry is not None and entry.to_dict()["watched"] == []
+    session.resume()
+    stop = session.wait_for_stop(timeout=T)
+    assert stop is not None
+    data = stop.to_dict()
+    check(schemas.Stop, data)
+    assert data["reason"] == "watch" and data["location"]["node"] == "alpha"
+    assert data["watched"] == [
+        {
+            "breakpoint": stop.breakpoints[0],
+            "path": "x",
+            "old": 1,
+            "new": 2,
+            "added": False,
+            "removed": False,
+        }
+    ]
+    session.resume()
+    stop = session.wait_for_stop(timeout=T)
+    assert stop is not None and stop.location.node == "agent"
+    (change,) = stop.watch_changes()
+    assert (change.path, change.old, change.new, change.added) == (
+        "found[0]",
+        None,
+        "flights result",
+        True,
+    )
+    check(schemas.Stop, stop.to_dict())
+    session.clear()
+    session.resume()
+    handle.exception(timeout=T)
+
+
 def test_every_type_of_breakpoint(session: flowdbg.Debugger) -> None:
     made = [
         session.break_before("alpha", condition="state['x'] > 0", kind="node", temporary=True),
@@ -142,6 +184,7 @@ def test_the_live_shapes_reject_what_a_session_never_gives() -> None:
         "views": ["state", "input"],
         "editable": "input",
         "edited": False,
+        "watched": [],
     }
     assert validate(stop, schema) == []
     wrong = [

@@ -356,6 +356,32 @@ def test_wait_for_stop_tells_how_the_last_run_ended(server: Any) -> None:
     assert terminated["run_id"] == stopped["stop"]["run_id"]
 
 
+def test_a_watch_stop_tells_an_agent_what_changed(server: Any) -> None:
+    async def watched(call: Call) -> list[dict[str, Any]]:
+        await call("set_breakpoint", pattern="*", type="watch", path="n")
+        await call("start_run", input={"n": 1})
+        seen = [await call("wait_for_stop", timeout=10)]
+        await call("resume", stop_id=seen[0]["stop"]["stop_id"], action="continue")
+        seen.append(await call("wait_for_stop", timeout=10))
+        await call("terminate")
+        return seen
+
+    after_a, after_b = _over_http(server, watched)
+    for got, node, old, new in ((after_a, "a", 1, 2), (after_b, "b", 2, 4)):
+        stop = got["stop"]
+        assert (stop["reason"], stop["node"]) == ("watch", node)
+        assert stop["watched"] == [
+            {
+                "breakpoint": stop["breakpoints"][0],
+                "path": "n",
+                "old": old,
+                "new": new,
+                "added": False,
+                "removed": False,
+            }
+        ]
+
+
 class _RawClient:
     """``flowdbg mcp`` in a subprocess spoken to in JSON-RPC lines, so that the test closes its
     stdin itself (the SDK's client also ends the process when it leaves)."""

@@ -177,3 +177,29 @@ def test_a_run_gets_the_config_given_in_the_form(open_ui: Any, greeter: Served) 
     page.locator("body").press("c")
     expect(stops).to_have_count(0)
     assert not ui.errors, ui.errors
+
+
+demo = ui_fixture()  # the demo graph
+
+
+def test_a_watch_stop_says_what_changed(open_ui: Any, demo: Served) -> None:
+    """A watch set through the API (the page sets node and tool breakpoints): its stop, in the
+    list, names the watched value before the unit and now."""
+    import httpx
+    from playwright.sync_api import expect
+
+    auth = {"Authorization": f"Bearer {demo.token}"}
+    made = httpx.post(
+        f"{demo.base}/breakpoints", headers=auth, json={"type": "watch", "path": "intent"}
+    )
+    assert made.status_code == 201, made.text
+    ui = open_ui(demo)
+    page = ui.page
+    page.get_by_role("button", name="Start run").click()
+    stops = page.locator("#stop-list li")
+    expect(stops).to_have_count(1)
+    expect(stops).to_contain_text('watch intent: (missing) → "refund"')
+    ui.shot("watch-stop")
+    page.locator("body").press("c")
+    expect(page.locator("#run-summary")).to_contain_text("completed")
+    assert not ui.errors, ui.errors

@@ -118,6 +118,7 @@ function throttle(fn, ms) {
 }
 
 const short = (id) => (id ? String(id).slice(0, 8) : "");
+const clip = (text, most) => (text.length > most ? `${text.slice(0, most - 1)}…` : text);
 
 // ------------------------------------------------------------------------------- state
 
@@ -443,6 +444,11 @@ function renderStops() {
     pick.appendChild(reason);
     pick.append(` ${locationText(stop.location)}`);
     if (stop.message) pick.append(` — ${stop.message}`);
+    for (const change of stop.watched || []) {
+      // as gdb shows a watchpoint: the value before the unit, then the one now
+      const shown = (missing, value) => (missing ? "(missing)" : clip(JSON.stringify(value), 40));
+      pick.append(` — watch ${change.path}: ${shown(change.added, change.old)} → ${shown(change.removed, change.new)}`);
+    }
     pick.addEventListener("click", () => {
       ui.selected = stop.id;
       ui.view = null;

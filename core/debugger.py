@@ -1571,7 +1571,14 @@ class Debugger:
         root = unit.run.root
         short = root.run_id[:8]
         store = self._recording_store(flush=False)  # flushed below, once the run is checked
-        adapter = self.adapter_for(root.target)
+        # the run's adapter: by its attached target, or by the run's framework (a run started
+        # from a framework's own runner, which an adapter installed library-wide reports)
+        named = self._adapters.get(root.info.framework)
+        adapter = (
+            named.adapter
+            if root.target is None and named is not None and named.adapter is not None
+            else self.adapter_for(root.target)
+        )
         if Capability.REWIND not in adapter.capabilities:
             instead = (
                 f"; fork it instead when it has ended: flowdbg runs fork {short} --step {step}"
@@ -1581,13 +1588,28 @@ class Debugger:
             raise ForkError(
                 f"adapter {adapter.name!r} cannot rewind a run (no capability 'rewind'){instead}"
             )
+        if root.cannot_rewind is not None:
+            raise ForkError(f"run {short} cannot be rewound: {root.cannot_rewind}")
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ForkError(f"step must be a step number (0 for the input), not {step!r}")
-        # steps that had ended: below the first step still running or held at a stop
-        busy = [u for u in self._ctl.running_units([root]) if u.run is root]
-        busy += [s.unit for s in self._ctl.stops if s.unit is not None and s.unit.run is root]
-        if busy:
-            first = min(busy, key=lambda u: u.step)
+        # steps that had ended: below the first step still running or held at a stop, but
+        # for the units enclosing it (an agent whose tool call is held: its earlier calls,
+        # inside it, have ended); the run's own steps only (a frame's calls are numbered
+        # with them, a nested run's are its own)
+        busy = [u for u in self._ctl.running_units([root]) if u.run.info is root.info]
+        busy += [
+            s.unit for s in self._ctl.stops if s.unit is not None and s.unit.run.info is root.info
+        ]
+        at_step = [u for u in busy if u.step == step]
+        outer: set[int] = set()
+        for unit_ in busy:
+            scope = unit_.run
+            while scope.is_frame and scope.parent_unit is not None:
+                outer.add(id(scope.parent_unit))
+                scope = scope.parent_unit.run
+        inner = [u for u in busy if id(u) not in outer]
+        if at_step or inner:
+            first = at_step[0] if at_step else min(inner, key=lambda u: u.step)
             if step >= first.step:
                 raise ForkError(
                     f"run {short} cannot be rewound to step {step}: step {first.step} "

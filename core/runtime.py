@@ -102,6 +102,7 @@ class RunScope:
         "adapter_data",
         "calls",
         "cancelled_by_caller",
+        "cannot_rewind",
         "check_edit",
         "children",
         "ctl",
@@ -148,6 +149,11 @@ class RunScope:
         #: else ``None`` (see :meth:`stopped_by_caller`). The exception raised on is still
         #: ``exc``: the framework's own cancellation goes on.
         self.cancelled_by_caller: Callable[[BaseException], BaseException | None] | None = None
+        #: set by an adapter on a top-level run it cannot go on with after a rewind, saying
+        #: why (a streamed OpenAI Agents run, whose result object the SDK fills as it runs):
+        #: :meth:`flowdbg.Debugger.rewind` then refuses it with that reason, leaving the stop
+        #: open, though the adapter declares :attr:`flowdbg.Capability.REWIND`
+        self.cannot_rewind: str | None = None
         #: a rerun's recorded model and tool calls (top-level runs of a rerun only; see
         #: :meth:`Unit.recorded`)
         self.calls: RecordedCalls | None = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
@@ -243,6 +243,17 @@ def _begin(
         kwargs.get(key)
         for key in ("previous_response_id", "auto_previous_response_id", "conversation_id")
     )
+    scope.cannot_rewind = _why_not_rewound(
+        input, kwargs, streamed=streamed, server=run.server_history
+    )
+    if target is None and scope.cannot_rewind is None:
+        # a run the installed runner reports (dbg.install): the core finds the agents a
+        # rewind goes on with from the run's attached target, which it has not
+        scope.cannot_rewind = (
+            f"agent {agent.name!r} is not attached (the run was reported by the installed "
+            "runner): attach it (dbg.attach) to rewind its runs, or fork this one once it has "
+            "ended"
+        )
     try:
         kwargs["hooks"] = _hooks_class()(run, kwargs.get("hooks"))
         kwargs["run_config"] = run.run_config = compose_run_config(kwargs.get("run_config"), run)
@@ -250,6 +261,35 @@ def _begin(
         scope.end(error=exc)
         raise
     return run
+
+
+def _why_not_rewound(
+    input: Any, kwargs: dict[str, Any], *, streamed: bool, server: bool
+) -> str | None:
+    """Why a run the caller starts so cannot be rewound at a stop (``RunScope.cannot_rewind``),
+    or ``None``: a rewound run goes on as a fork of its record (_go_on), in the caller's own
+    ``Runner.run`` call, with the caller's arguments."""
+    if streamed:
+        return (
+            "a streamed run (Runner.run_streamed) hands its caller a result the SDK fills as the "
+            "run goes on, which a new run cannot take over; fork it once it has ended (flowdbg "
+            "runs fork RUN --step N), or run it with Runner.run to rewind it"
+        )
+    if server:
+        return (
+            "its conversation is kept by the model provider (previous_response_id, "
+            "conversation_id), which a rewind cannot take back; fork it once it has ended"
+        )
+    if _run_input(input) is not input:
+        return "it resumes a RunState (a tool approval): rewind the run it resumes instead"
+    context = kwargs.get("context")
+    if context is not None and not isinstance(context, MutableMapping):
+        return (
+            f"its run context is a {type(context).__name__}, which the record keeps only as "
+            "JSON, so the state after an earlier step cannot be given back to it; fork it once "
+            "it has ended, giving the context again"
+        )
+    return None
 
 
 def _make_run(original: Any) -> Any:
@@ -261,9 +301,11 @@ def _make_run(original: Any) -> Any:
         if found is None:
             return await original(self, starting_agent, input, **kwargs)
         debugger, target, attached = found
+        given = dict(kwargs)  # the caller's own arguments (a rewind's run goes on with them)
         agent_run = _begin(debugger, target, starting_agent, input, kwargs, streamed=False)
         tools: list[_Tool] = []
         token = ACTIVE.set(agent_run)
+        rewound = None
         try:
             try:
                 tools = _wrap_run_tools(starting_agent, attached)
@@ -271,13 +313,20 @@ def _make_run(original: Any) -> Any:
                 await agent_run.settle()
             except BaseException as exc:
                 raised = await agent_run.failed(exc)
-                if raised is exc:
-                    raise
-                raise raised from exc
-            return agent_run.finished(result)
+                rewound = _rewound(raised, agent_run.scope)
+                if rewound is None:
+                    if raised is exc:
+                        raise
+                    raise raised from exc
+            else:
+                return agent_run.finished(result)
         finally:
             ACTIVE.reset(token)
             _unwrap_run_tools(tools)
+        # rewound at a stop: the run goes on from the step it went back to, in this call
+        with rewound.lineage():
+            agent, start, again = _rewind_start(target, rewound.point, given)
+            return await run(self, agent, start, **again)
 
     run.__wrapped__ = original  # type: ignore[attr-defined]
     return run
@@ -327,6 +376,37 @@ def _make_run_streamed(original: Any) -> Any:
 
     run_streamed.__wrapped__ = original  # type: ignore[attr-defined]
     return run_streamed
+
+
+def _rewound(exc: BaseException, scope: Any) -> Any:
+    """``exc`` when it is the rewind of this top-level run (a nested run lets it pass)."""
+    from flowdbg.timetravel import Rewound
+
+    if isinstance(exc, Rewound) and exc.run_id == scope.run_id and scope.parent_unit is None:
+        return exc
+    return None
+
+
+def _rewind_start(
+    target: Any, point: Any, given: dict[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """What the run rewound to ``point`` goes on with, as its fork would start
+    (``_fork.prepared``): the agent, the conversation so far and the caller's own arguments
+    (``given``: hooks, run config, max turns...), the run context given back the recorded
+    state: a mapping the caller gave is updated in place, so that the caller's object is the
+    run's context still (see _why_not_rewound for the runs refused)."""
+    from flowdbg.adapters.openai_agents._fork import prepared
+
+    agent, start, kwargs = prepared(target, point, None)
+    again = {**given, **{key: value for key, value in kwargs.items() if key != "context"}}
+    context = kwargs.get("context")
+    mine = given.get("context")
+    if isinstance(mine, MutableMapping) and isinstance(context, Mapping):
+        mine.clear()
+        mine.update(context)
+    elif context is not None:
+        again["context"] = context
+    return agent, start, again
 
 
 def run_sync(runner: Any, agent: Any, input: Any, kwargs: dict[str, Any]) -> Any:
@@ -412,6 +492,9 @@ class OpenAIAgentsAdapter(Adapter):
             Capability.HANDOFFS,
             Capability.CACHED_CALLS,
             Capability.FORK,
+            # Runner.run (and run_sync) rewound at a stop go on with the fork of the step, in
+            # the caller's call; a streamed run is refused (RunScope.cannot_rewind)
+            Capability.REWIND,
         }
     )
     #: ``output:`` edits of a fork change the result of the tool call it starts after

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from flowdbg.store import Store
     from flowdbg.timetravel import ForkPoint
 
-__all__ = ["check_fork", "fork", "fork_problems"]
+__all__ = ["check_fork", "fork", "fork_problems", "prepared"]
 
 #: the keys of the state of a run whose context is no mapping (see AgentRun.state)
 _OPAQUE = frozenset({"agent", "turn", "context"})
@@ -528,14 +528,16 @@ def _plan_again(target: Any, point: ForkPoint) -> _Start:
             f"{point.run.fork_step} again with the 'output:' edit"
         )
     record = _record_of(point)
-    if not record.agents or not record.turns:
+    if not record.turns:
         raise ForkError(
             f"run {short} recorded no model turn, so the conversation it started from is not "
             f"known; fork run {(point.run.forked_from or '?')[:8]} after step "
             f"{point.run.fork_step} instead"
         )
     first = record.turns[0].llm
-    name = record.agents[0].node
+    # the agent that took the first turn: its unit, or, in a run still going (a rewind at one
+    # of its stops), the last name in the path of the turn, made inside that agent
+    name = record.agents[0].node if record.agents else str(first.path[-1])
     agent_named(target, name)
     items = (first.input or {}).get("input") if isinstance(first.input, Mapping) else None
     return _Start(name, list(items or ()))
@@ -632,7 +634,7 @@ def _run_config(kwargs: dict[str, Any]) -> Any:
     return RunConfig(**config) if isinstance(config, Mapping) else config
 
 
-def _prepared(
+def prepared(
     target: Any, point: ForkPoint, options: RunOptions | None
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The agent to run, its input and ``Runner.run``'s keyword arguments."""
@@ -654,7 +656,7 @@ def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
 
     from flowdbg.adapters.openai_agents._adapter import run_sync
 
-    agent, input, kwargs = _prepared(target, point, options)
+    agent, input, kwargs = prepared(target, point, options)
     return run_sync(Runner, agent, input, kwargs).final_output
 
 
@@ -662,6 +664,6 @@ async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> An
     """The async form of :func:`fork` (``Runner.run``)."""
     from agents import Runner
 
-    agent, input, kwargs = _prepared(target, point, options)
+    agent, input, kwargs = prepared(target, point, options)
     result = await Runner.run(agent, input, **kwargs)
     return result.final_output

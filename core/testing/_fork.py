@@ -15,13 +15,8 @@ from flowdbg.testing._fixtures import EXPECTED, Scenario
 __all__ = ["AbstractForkTests", "AbstractRerunTests", "AbstractRewindTests"]
 
 
-class AbstractForkTests(SuiteBase):
-    """:meth:`flowdbg.Debugger.fork` on the canonical scenarios: a fork at any step of a run,
-    with nothing edited, ends as the run did; an edit at a fork changes the result as it would
-    have in the run; a step that cannot be forked from is refused with the reason and the steps
-    that can. The fork runs the scenario's target as built (the "current code").
-
-    Steps are named as a graph numbers its nodes (step 1: the scenario's first unit) and
+class _ScenarioSteps(SuiteBase):
+    """Steps are named as a graph numbers its nodes (step 1: the scenario's first unit) and
     mapped onto the record through :meth:`AdapterFixtures.placement` (the scenario's units
     may be calls inside the framework's own: an agent's tool calls)."""
 
@@ -37,6 +32,15 @@ class AbstractForkTests(SuiteBase):
     def _step(self, dbg: flowdbg.Debugger, run_id: str, step: int) -> int:
         """The record's step of the scenario's unit number ``step`` (0: the run's input)."""
         return step and self._own(dbg, run_id)[step - 1].step
+
+
+class AbstractForkTests(_ScenarioSteps):
+    """:meth:`flowdbg.Debugger.fork` on the canonical scenarios: a fork at any step of a run,
+    with nothing edited, ends as the run did; an edit at a fork changes the result as it would
+    have in the run; a step that cannot be forked from is refused with the reason and the steps
+    that can. The fork runs the scenario's target as built (the "current code").
+
+    Steps are named as in :class:`_ScenarioSteps`."""
 
     def _result(self, dbg: flowdbg.Debugger, scn: Scenario, fork: flowdbg.RunHandle) -> Any:
         return self.fork_result(dbg, scn, fork, WAIT)
@@ -289,12 +293,20 @@ class AbstractRerunTests(SuiteBase):
         assert (rerun.calls.served, rerun.calls.live) == (len(served), len(calls) - len(served))
 
 
-class AbstractRewindTests(SuiteBase):
+class AbstractRewindTests(_ScenarioSteps):
     """:meth:`flowdbg.Debugger.rewind` at a live stop: the run goes back to the state after an
     earlier step (edited or not) and goes on in the same call, whose caller gets the result of
     the run from there; the record keeps the rewound run (``terminated``, a ``Rewound`` error)
     and the new one (a ``rewind`` of it); a step that has not ended is refused and the stop
-    stays open."""
+    stays open. Steps are named as in :class:`_ScenarioSteps`."""
+
+    def _at(self, dbg: flowdbg.Debugger, stop: flowdbg.Stop, step: int) -> int:
+        """The record's step of the scenario's unit number ``step`` in the held run of
+        ``stop`` (its steps so far, once written)."""
+        assert dbg.flush(WAIT)
+        run_id = stop.location.run_id
+        assert run_id is not None
+        return self._step(dbg, run_id, step)
 
     def _rewound(self, dbg: flowdbg.Debugger, old: str, new: str, step: int) -> None:
         assert dbg.flush(WAIT)
@@ -322,7 +334,8 @@ class AbstractRewindTests(SuiteBase):
         self.assert_at(stop, "c", "before")
         first_run = stop.location.run_id
         assert dbg.inspect("x") == 20
-        dbg.rewind(1)
+        after_a = self._at(dbg, stop, 1)
+        dbg.rewind(after_a)
         again = self.wait_stop(dbg)  # b runs again from the state after a, then c holds
         self.assert_at(again, "c", "before")
         assert again.location.run_id != first_run
@@ -330,15 +343,15 @@ class AbstractRewindTests(SuiteBase):
         dbg.resume()
         assert self.finish(run, scn) == dict(EXPECTED["linear"])
         assert run.run_id == again.location.run_id  # the handle follows the run that goes on
-        self._rewound(dbg, first_run, again.location.run_id, 1)
+        self._rewound(dbg, first_run, again.location.run_id, after_a)
 
     @requires(Capability.REWIND)
     def test_a_run_that_went_on_from_a_rewind_is_rewound_again(self, dbg: flowdbg.Debugger) -> None:
         scn = self.scenario("linear")
         dbg.break_before("c")
         run = self.launch(dbg, scn)
-        self.wait_stop(dbg)
-        dbg.rewind(1, self.fork_edits({"x": 5}))
+        stop = self.wait_stop(dbg)
+        dbg.rewind(self._at(dbg, stop, 1), self.fork_edits({"x": 5}))
         second = self.wait_stop(dbg)
         dbg.rewind(0)  # the second run's input: the (edited) state after a
         third = self.wait_stop(dbg)
@@ -362,8 +375,8 @@ class AbstractRewindTests(SuiteBase):
         scn = self.scenario("linear")
         dbg.break_before("c")
         run = self.launch(dbg, scn)
-        self.wait_stop(dbg)
-        dbg.rewind(1, self.fork_edits({"x": 5}))
+        stop = self.wait_stop(dbg)
+        dbg.rewind(self._at(dbg, stop, 1), self.fork_edits({"x": 5}))
         self.wait_stop(dbg)
         assert dbg.inspect("x") == 50
         dbg.resume()
@@ -397,11 +410,12 @@ class AbstractRewindTests(SuiteBase):
         held = dbg.wait_for_stops(2, WAIT)
         assert len(held) == 2, f"expected 2 open stops, got {[str(s) for s in held]}"
         old = held[0].location.run_id
-        dbg.rewind(1, stop_id=held[1].id)  # after fan: the branches run again
+        after_fan = self._at(dbg, held[1], 1)
+        dbg.rewind(after_fan, stop_id=held[1].id)  # after fan: the branches run again
         again = dbg.wait_for_stops(2, WAIT)
         assert sorted(s.location.node for s in again) == ["p1", "p2"]
         assert all(s.location.run_id not in (None, old) for s in again)
         dbg.resume_all()
         assert self.finish(run, scn) == dict(EXPECTED["parallel"])
         assert run.run_id is not None
-        self._rewound(dbg, old, run.run_id, 1)
+        self._rewound(dbg, old, run.run_id, after_fan)

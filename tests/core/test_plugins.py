@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import click
@@ -633,6 +634,27 @@ def test_install_debugs_runs_started_from_the_framework_itself() -> None:
     other.uninstall("agentrunner")
     assert AgentRunner.__dict__["run"] is stored and other.installed == []
     assert AgentRunner.run(str.upper, "x") == "X"
+
+
+def test_a_rewind_is_refused_by_an_adapter_without_it(tmp_path: Path) -> None:
+    dbg = flowdbg.Debugger(plugins=[RunnerPlugin()], db=tmp_path / "flowdbg.db")
+    try:
+        dbg.install("agentrunner")
+        dbg.break_before("agent", kind="agent")
+        run = dbg.start(AgentRunner.run, str.upper, "hi")
+        stop = dbg.wait_for_stop(10)
+        assert stop is not None
+        with pytest.raises(flowdbg.ForkError) as refused:
+            dbg.rewind(0)
+        assert str(refused.value) == (
+            "adapter 'agentrunner' cannot rewind a run (no capability 'rewind'); set a "
+            "breakpoint where you want to look, and run it again"
+        )
+        assert [s.id for s in dbg.stops] == [stop.id]  # the stop stays
+        dbg.resume()
+        assert run.result(10) == "HI"
+    finally:
+        dbg.close()
 
 
 def test_install_is_refused_by_an_adapter_without_it() -> None:

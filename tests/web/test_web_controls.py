@@ -27,6 +27,17 @@ def _apart(a: dict[str, float] | None, b: dict[str, float] | None) -> bool:
     )
 
 
+def _rewind_refused(page: Any, step: int, why: str, *, stops: int) -> None:
+    """Rewind is offered; a rewind to ``step`` is refused saying ``why``; ``stops`` stay."""
+    from playwright.sync_api import expect
+
+    expect(page.locator("#rewind-go")).to_be_enabled()
+    page.get_by_label("Rewind to the state after step").fill(str(step))
+    page.get_by_role("button", name="Rewind", exact=True).click()
+    expect(page.locator("#stop-error")).to_contain_text(why)
+    expect(page.locator("#stop-list li")).to_have_count(stops)
+
+
 def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapter_can(
     open_ui: Any, workers: Served
 ) -> None:
@@ -46,11 +57,7 @@ def test_parallel_units_keep_their_lanes_and_time_travel_is_offered_as_the_adapt
 
     # the adapter rewinds: a step that has not ended (a held worker) is refused, and both
     # stops stay
-    expect(page.locator("#rewind-go")).to_be_enabled()
-    page.get_by_label("Rewind to the state after step").fill("2")
-    page.get_by_role("button", name="Rewind", exact=True).click()
-    expect(page.locator("#stop-error")).to_contain_text("has not ended")
-    expect(stops).to_have_count(2)
+    _rewind_refused(page, 2, "has not ended", stops=2)
     shot("held-on-two-workers")
 
     # each worker resumed in turn; the run ends and both lanes still show what ran there
@@ -163,11 +170,7 @@ def test_a_run_gets_the_config_given_in_the_form(open_ui: Any, greeter: Served) 
     page.get_by_role("button", name="Start run").click()
     stops = page.locator("#stop-list li")
     expect(stops).to_have_count(1)
-    expect(page.locator("#rewind-go")).to_be_enabled()
-    page.get_by_label("Rewind to the state after step").fill("1")
-    page.get_by_role("button", name="Rewind", exact=True).click()
-    expect(page.locator("#stop-error")).to_contain_text("step 1 (agent 'greeter') has not ended")
-    expect(stops).to_have_count(1)
+    _rewind_refused(page, 1, "step 1 (agent 'greeter') has not ended", stops=1)
     shot("rewind-refused")
     page.locator("body").press("c")
     expect(stops).to_have_count(0)

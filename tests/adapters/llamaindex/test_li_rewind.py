@@ -12,20 +12,13 @@ import pytest
 
 pytest.importorskip("workflows", reason="the llamaindex extra is not installed")
 
+from test_li_fork import Draft, Polished
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent, WorkflowCancelledEvent
 
 import flowdbg
 
 WAIT = 10
-
-
-class Draft(Event):
-    text: str
-
-
-class Polished(Event):
-    text: str
 
 
 class Progress(Event):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,14 +82,6 @@ class Desk:
         assert run.result(WAIT).final_output == f"Done: refunded 150 {currency}."
         assert dbg.flush(WAIT) and run.run_id is not None
         return run.run_id
-
-
-@pytest.fixture
-def rec(tmp_path: Path) -> Iterator[flowdbg.Debugger]:
-    """A recording debugger (forks read the record)."""
-    debugger = flowdbg.Debugger(db=tmp_path / "flowdbg.db")
-    yield debugger
-    debugger.close()
 
 
 def _step(dbg: flowdbg.Debugger, run_id: str, node: str) -> int:

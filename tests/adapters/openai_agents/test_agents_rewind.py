@@ -6,8 +6,6 @@ whose context the record cannot give back, are refused with the reason, the stop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,13 +19,6 @@ from test_agents_fork import Desk
 import flowdbg
 
 WAIT = 10.0
-
-
-@pytest.fixture
-def rec(tmp_path: Path) -> Iterator[flowdbg.Debugger]:
-    dbg = flowdbg.Debugger(db=tmp_path / "flowdbg.db")
-    yield dbg
-    dbg.close()
 
 
 def _step_of(dbg: flowdbg.Debugger, run_id: str, node: str) -> int:

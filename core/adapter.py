@@ -158,6 +158,13 @@ class RunOptions:
     #: between runs and the recorded run may have changed since (LangGraph: the thread of a
     #: checkpointer, which a rerun must not resume nor add to)
     fresh: bool = False
+    #: of a rerun (:attr:`fresh`): the state the recorded run started from, as its record
+    #: keeps it (the state before its first unit: what the framework kept between runs with
+    #: the input applied, e.g. a LangGraph thread's earlier turns and the new message), or
+    #: ``None`` when the record has none or a secret in it was redacted. An adapter whose
+    #: framework keeps state between runs starts the rerun from it (LangGraph, on a thread of
+    #: a checkpointer of its own); others start from the input alone, as the run did.
+    start_state: Any = None
 
     @property
     def resuming(self) -> bool:

@@ -1304,9 +1304,12 @@ class Debugger:
         self.attach(target, ref=ref)
         method = adapter.ainvoke if adapter.is_async(target) else adapter.invoke
         short = run.run_id[:8]
-        fresh = (
-            RunOptions(fresh=True) if options is None else dataclasses.replace(options, fresh=True)
-        )
+        from flowdbg.timetravel import _redacted_paths
+
+        start = run.initial_state
+        if start is not None and _redacted_paths(start):
+            start = None  # a secret the record did not keep: from the input alone, as it ran
+        fresh = dataclasses.replace(options or RunOptions(), fresh=True, start_state=start)
         handle = RunHandle(self, method, (target, run.input, fresh), {}, name=f"rerun of {short}")
         handle._config = None if options is None else _as_given(options.config)
         handle._target_ref = self._refs.get(id(target))

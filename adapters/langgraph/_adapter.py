@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flowdbg.adapter import Adapter, Capability, Demo, RunOptions
@@ -207,14 +207,14 @@ class LangGraphAdapter(Adapter):
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        target, config = _apart(target, options)
-        return target.invoke(_input(input, options), config)
+        target, config, seeded = _apart(target, options)
+        return target.invoke(None if seeded else _input(input, options), config)
 
     async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        target, config = _apart(target, options)
-        return await target.ainvoke(_input(input, options), config)
+        target, config, seeded = _apart(target, options)
+        return await target.ainvoke(None if seeded else _input(input, options), config)
 
     # -- forks (see _fork.py): a copy of the graph with a checkpointer of its own --
 
@@ -410,19 +410,30 @@ def _config(options: RunOptions) -> dict[str, Any] | None:
     return config
 
 
-def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None]:
-    """The graph to run and its config. A rerun (``options.fresh``) of a graph with a
-    checkpointer runs a copy of it with an in-memory checkpointer of its own, on a new thread:
-    on the recorded run's thread LangGraph would go on from the state that run left there
-    (merging the input into it) and add the rerun's checkpoints to the user's thread."""
+def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None, bool]:
+    """The graph to run, its config, and whether that graph's thread holds the run's start
+    already (run it with no input then).
+
+    A rerun (``options.fresh``) of a graph with a checkpointer runs a copy of it with an
+    in-memory checkpointer of its own, on a new thread: on the recorded run's thread LangGraph
+    would go on from the state that run left there (merging the input into it) and add the
+    rerun's checkpoints to the user's thread. The new thread is seeded with the state the
+    recorded run started from (``options.start_state``: the thread's earlier turns with the
+    input applied), written as ``__start__`` writes the input, so that its entry nodes run on
+    what they ran on; without it, a later turn of a thread would be rerun as a first one."""
     if options.fresh:
         from langgraph.checkpoint.base import BaseCheckpointSaver
 
         from flowdbg.adapters.langgraph import _fork
 
         if isinstance(getattr(target, "checkpointer", None), BaseCheckpointSaver):
-            return _fork.apart(target, RunOptions(config=_config(options)))
-    return target, _config(options)
+            graph, config = _fork.apart(target, RunOptions(config=_config(options)))
+            start = options.start_state
+            if isinstance(start, Mapping) and start and not options.resuming:
+                graph.update_state(config, _fork.revived(graph, dict(start)), as_node="__start__")
+                return graph, config, True
+            return graph, config, False
+    return target, _config(options), False
 
 
 def _input(value: Any, options: RunOptions) -> Any:

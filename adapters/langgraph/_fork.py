@@ -27,7 +27,7 @@ from flowdbg.adapter import RunOptions
 if TYPE_CHECKING:
     from flowdbg.timetravel import ForkPoint
 
-__all__ = ["afork", "apart", "astream", "check_fork", "fork", "stream"]
+__all__ = ["afork", "apart", "astream", "check_fork", "fork", "revived", "stream"]
 
 
 def check_fork(target: Any, point: ForkPoint) -> None:
@@ -83,6 +83,42 @@ def apart(target: Any, options: RunOptions | None, what: str = "rerun") -> tuple
     return graph, config
 
 
+#: the ``type`` of each LangChain message class (``BaseMessage.model_dump()`` writes it)
+_MESSAGE_TYPES = frozenset({"human", "ai", "system", "tool", "function", "chat", "remove"})
+
+
+def revived(graph: Any, state: Any) -> Any:
+    """``state`` as recorded, with the messages of ``add_messages`` channels made messages
+    again: the record keeps a message as its fields (``model_dump()``), which LangChain's
+    ``messages_from_dict`` rebuilds exactly, where ``add_messages`` given the mapping itself
+    would put the fields it does not take (an AI message's ``tool_calls`` and
+    ``usage_metadata``) into ``additional_kwargs``, so that a model asked again would not be
+    asked what it was (a rerun's served call would not match). Other values are left as they
+    are; a mapping that is no message stays a mapping."""
+    if not isinstance(state, dict):
+        return state
+    from langchain_core.messages import messages_from_dict
+    from langgraph.graph.message import add_messages
+
+    channels = getattr(graph, "channels", None) or {}
+    out = dict(state)
+    for key, value in state.items():
+        if getattr(channels.get(key), "operator", None) is not add_messages:
+            continue
+        if not isinstance(value, list):
+            continue
+        items = []
+        for item in value:
+            if isinstance(item, dict) and item.get("type") in _MESSAGE_TYPES and "content" in item:
+                try:
+                    (item,) = messages_from_dict([{"type": item["type"], "data": item}])
+                except Exception:  # not a message after all: add_messages reads it as it can
+                    pass
+            items.append(item)
+        out[key] = items
+    return out
+
+
 def _first(point: ForkPoint, scheduled: Any) -> Any:
     from langgraph.types import Command
 
@@ -96,7 +132,7 @@ def fork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
     graph, config = _start(target, point, options)
     if point.node is None:  # from the run's input (step 0 of a run started afresh)
         return graph.invoke(point.state, config)
-    graph.update_state(config, point.state, as_node=point.node)
+    graph.update_state(config, revived(graph, point.state), as_node=point.node)
     return graph.invoke(_first(point, graph.get_state(config).next), config)
 
 
@@ -105,7 +141,7 @@ async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> An
     graph, config = _start(target, point, options)
     if point.node is None:  # from the run's input (step 0 of a run started afresh)
         return await graph.ainvoke(point.state, config)
-    await graph.aupdate_state(config, point.state, as_node=point.node)
+    await graph.aupdate_state(config, revived(graph, point.state), as_node=point.node)
     snapshot = await graph.aget_state(config)
     return await graph.ainvoke(_first(point, snapshot.next), config)
 
@@ -118,7 +154,7 @@ def stream(target: Any, point: ForkPoint, config: Any, kwargs: dict[str, Any]) -
     if point.node is None:  # from the run's input (step 0 of a run started afresh)
         yield from graph.stream(point.state, config, **kwargs)
         return
-    graph.update_state(config, point.state, as_node=point.node)
+    graph.update_state(config, revived(graph, point.state), as_node=point.node)
     yield from graph.stream(_first(point, graph.get_state(config).next), config, **kwargs)
 
 
@@ -131,7 +167,7 @@ async def astream(
         async for chunk in graph.astream(point.state, config, **kwargs):
             yield chunk
         return
-    await graph.aupdate_state(config, point.state, as_node=point.node)
+    await graph.aupdate_state(config, revived(graph, point.state), as_node=point.node)
     snapshot = await graph.aget_state(config)
     async for chunk in graph.astream(_first(point, snapshot.next), config, **kwargs):
         yield chunk

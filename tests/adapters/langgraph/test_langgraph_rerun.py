@@ -225,3 +225,51 @@ def test_a_rerun_of_a_run_on_a_checkpointer_thread_neither_resumes_nor_changes_t
     assert again.calls is not None and (again.calls.served, again.calls.live) == (3, 0)
     assert [c.config for c in app.get_state_history(thread)] == history  # the thread untouched
     assert len(app.get_state(thread).values["messages"]) == 4
+
+
+def test_a_rerun_of_a_later_turn_of_a_thread_starts_from_the_turns_before_it(
+    rec: flowdbg.Debugger,
+) -> None:
+    """The second turn of a thread ran on the first turn's messages: its rerun starts from
+    them too (the state the record holds before its first node), on a thread of its own, so
+    its model is asked what it was asked and its call is served."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from flowdbg.adapters.langgraph import LangGraphAdapter
+
+    asked: list[int] = []
+
+    class Counting(GenericFakeChatModel):
+        def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            asked.append(len(messages))
+            return super()._generate(messages, *args, **kwargs)
+
+    # a new reply object each call (add_messages keys messages by the id it gives them)
+    model = Counting(messages=(AIMessage(f"reply {n}") for n in itertools.count()))
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    app = g.compile(name="chat", checkpointer=InMemorySaver())
+    rec.attach(app)
+    thread = flowdbg.RunOptions(config={"configurable": {"thread_id": "t1"}})
+    first = rec.start(LangGraphAdapter().invoke, app, QUESTION, thread)
+    assert contents(first.result(timeout=T)) == ["find flights to Lisbon", "reply 0"]
+    second = rec.start(
+        LangGraphAdapter().invoke, app, {"messages": [("user", "and to Porto?")]}, thread
+    )
+    recorded = contents(second.result(timeout=T))
+    assert recorded == ["find flights to Lisbon", "reply 0", "and to Porto?", "reply 1"]
+    assert rec.flush(T) and second.run_id is not None
+    assert asked == [1, 3]
+    again = rec.rerun(second.run_id, target=app)
+    assert contents(again.result(timeout=T)) == recorded
+    assert again.calls is not None and (again.calls.served, again.calls.live) == (1, 0)
+    assert asked == [1, 3]  # served: the model was asked nothing
+    live = rec.rerun(second.run_id, target=app, cached_calls="none")
+    assert contents(live.result(timeout=T))[:3] == recorded[:3]
+    assert asked == [1, 3, 3]  # asked again, with the three messages it was asked then
+    assert len(app.get_state(thread.config).values["messages"]) == 4  # the thread untouched

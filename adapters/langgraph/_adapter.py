@@ -207,13 +207,13 @@ class LangGraphAdapter(Adapter):
     def invoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        target, config, seeded = _apart(target, options)
+        target, config, seeded = _apart(target, options, input)
         return target.invoke(None if seeded else _input(input, options), config)
 
     async def ainvoke(self, target: Any, input: Any, options: RunOptions | None = None) -> Any:
         options = RunOptions() if options is None else options
         self.check_run(target, options)
-        target, config, seeded = _apart(target, options)
+        target, config, seeded = _apart(target, options, input)
         return await target.ainvoke(None if seeded else _input(input, options), config)
 
     # -- forks (see _fork.py): a copy of the graph with a checkpointer of its own --
@@ -410,7 +410,9 @@ def _config(options: RunOptions) -> dict[str, Any] | None:
     return config
 
 
-def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None, bool]:
+def _apart(
+    target: Any, options: RunOptions, input: Any = None
+) -> tuple[Any, dict[str, Any] | None, bool]:
     """The graph to run, its config, and whether that graph's thread holds the run's start
     already (run it with no input then).
 
@@ -420,7 +422,9 @@ def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None
     rerun's checkpoints to the user's thread. The new thread is seeded with the state the
     recorded run started from (``options.start_state``: the thread's earlier turns with the
     input applied), written as ``__start__`` writes the input, so that its entry nodes run on
-    what they ran on; without it, a later turn of a thread would be rerun as a first one."""
+    what they ran on; without it, a later turn of a thread would be rerun as a first one. Only
+    a run started from an input mapping is seeded (a run resuming an interrupt, ``None`` or a
+    ``Command``, started mid-graph: it reruns from its input as before)."""
     if options.fresh:
         from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -429,7 +433,12 @@ def _apart(target: Any, options: RunOptions) -> tuple[Any, dict[str, Any] | None
         if isinstance(getattr(target, "checkpointer", None), BaseCheckpointSaver):
             graph, config = _fork.apart(target, RunOptions(config=_config(options)))
             start = options.start_state
-            if isinstance(start, Mapping) and start and not options.resuming:
+            if (
+                isinstance(start, Mapping)
+                and start
+                and isinstance(input, Mapping)
+                and not options.resuming
+            ):
                 graph.update_state(config, _fork.revived(graph, dict(start)), as_node="__start__")
                 return graph, config, True
             return graph, config, False

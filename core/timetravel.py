@@ -894,13 +894,14 @@ def source_of(run: RunRecord, hint: str) -> str:
     return run.forked_from
 
 
-def _descendant_steps(store: Store, run_id: str) -> list[StepRecord]:
-    """The steps of a run and of its nested runs, with their values."""
+def _descendant_steps(store: Store, run_id: str, *, values: bool = True) -> list[StepRecord]:
+    """The steps of a run and of its nested runs, with their values (unless ``values`` is
+    false)."""
     steps: list[StepRecord] = []
     pending = [run_id]
     while pending:
         current = pending.pop()
-        steps.extend(store.get_steps(current))
+        steps.extend(store.get_steps(current, values=values))
         pending.extend(child.run_id for child in store.list_runs(parent=current, limit=None))
     return steps
 
@@ -1078,7 +1079,7 @@ class TimelineEntry:
     """A run and the runs made from it (forks, reruns), each with where it departs from it."""
 
     run: RunRecord
-    #: how many of its steps a rerun served from the record
+    #: how many calls a rerun served from the record (in it and in its nested runs)
     cached: int = 0
     #: where it departs from the run it was made from: a fork's first step is the one after
     #: its fork step, so for forks this is the fork point; a rerun's is the first divergence
@@ -1105,7 +1106,8 @@ def timeline(store: Store, run_id: str, *, depth: int = 20) -> TimelineEntry:
     """
 
     def entry(run: RunRecord, source: RunRecord | None, level: int) -> TimelineEntry:
-        cached = sum(s.cached for s in store.get_steps(run.run_id, values=False))
+        # the calls its nested runs (subgraphs, workflows run in a step) served count too
+        cached = sum(s.cached for s in _descendant_steps(store, run.run_id, values=False))
         divergence = None
         if source is not None and run.origin == "rerun":
             divergence = store.diff_runs(source.run_id, run.run_id).first_divergence

@@ -249,3 +249,38 @@ def test_a_call_input_the_node_changes_afterwards_is_recorded_as_it_was(
     rerun = dbg.rerun(run_id, target=app)
     assert rerun.result(timeout=T) == original
     assert counts.llm == 3  # the rerun asked nothing
+
+
+def test_the_timeline_counts_the_calls_nested_runs_served(dbg: flowdbg.Debugger) -> None:
+    """The research node is a subgraph (a nested run): its two tool calls served in a rerun
+    count in the timeline's served calls with the model's two."""
+    from flowdbg.timetravel import timeline
+
+    counts = Counting()
+    search = Tool(counts.search, name="search")
+    inner = StateGraph(name="research")
+    inner.add_node(
+        "look", lambda s: {"found": [search(query=s["q"]), search(query=s["q"] + " hotels")]}
+    )
+    inner.set_entry_point("look")
+    inner.add_edge("look", END)
+    chat = Model(counts.model, name="chat")
+    outer = StateGraph(name="agent")
+    outer.add_node("plan", lambda s: {"plan": chat(messages=[{"role": "user", "content": s["q"]}])})
+    outer.add_node("research", inner.compile())
+    outer.add_node(
+        "write", lambda s: {"reply": chat(messages=[{"role": "user", "content": str(s["found"])}])}
+    )
+    outer.set_entry_point("plan")
+    outer.add_edge("plan", "research")
+    outer.add_edge("research", "write")
+    outer.add_edge("write", END)
+    app = outer.compile()
+    run_id, original = record(dbg, app)
+    rerun = dbg.rerun(run_id, target=app)
+    assert rerun.result(timeout=T) == original
+    assert rerun.calls is not None and (rerun.calls.served, rerun.calls.live) == (4, 0)
+    assert (counts.llm, counts.tools) == (2, 2)
+    assert dbg.flush(T) and dbg.store is not None
+    (made,) = timeline(dbg.store, run_id).made
+    assert made.cached == 4  # the model's two, and the tool's two in the nested run

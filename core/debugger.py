@@ -1603,16 +1603,15 @@ class Debugger:
         busy += [
             s.unit for s in self._ctl.stops if s.unit is not None and s.unit.run.info is root.info
         ]
-        at_step = [u for u in busy if u.step == step]
         outer: set[int] = set()
         for unit_ in busy:
             scope = unit_.run
             while scope.is_frame and scope.parent_unit is not None:
                 outer.add(id(scope.parent_unit))
                 scope = scope.parent_unit.run
-        inner = [u for u in busy if id(u) not in outer]
-        if at_step or inner:
-            first = at_step[0] if at_step else min(inner, key=lambda u: u.step)
+        blocking = [u for u in busy if u.step == step] or [u for u in busy if id(u) not in outer]
+        if blocking:
+            first = min(blocking, key=lambda u: u.step)
             if step >= first.step:
                 raise ForkError(
                     f"run {short} cannot be rewound to step {step}: step {first.step} "

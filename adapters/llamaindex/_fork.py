@@ -482,10 +482,11 @@ def _ended(target: Any, stop: Any) -> Any:
 async def afork(target: Any, point: ForkPoint, options: RunOptions | None) -> Any:
     """Run the fork in the running event loop (see the module's docstring): its result, as
     ``await wf.run()`` gives it."""
-    from workflows.events import StopEvent
+    from workflows.events import Event, StopEvent
 
-    started = start(target, point)
-    stop = await started.stop_event_result() if hasattr(started, "stop_event_result") else started
+    stop = start(target, point)
+    if not isinstance(stop, Event):  # a handler: the run goes on
+        stop = await stop.stop_event_result()
     return stop.result if type(stop) is StopEvent else stop
 
 

@@ -123,7 +123,9 @@ def event_fields(event: Any) -> dict[str, Any]:
     kind = type(event)
     shape = _SHAPES.get(kind)
     if shape is None:
-        shape = _SHAPES[kind] = (frozenset(kind.__pydantic_fields__), issubclass(kind, StopEvent))
+        shape = (frozenset(kind.__pydantic_fields__), issubclass(kind, StopEvent))
+        if len(_SHAPES) < 4096:  # (classes made in a loop are not all kept alive)
+            _SHAPES[kind] = shape
     values = event.__dict__
     fields = dict(values) if values.keys() == shape[0] else _declared(event)
     if shape[1] and (kind is StopEvent or event.result is not None):
@@ -593,9 +595,10 @@ def _ending(external: Any, scope: RunScope) -> Any:
     counting (those collections were most of the attached overhead: bench/RESULTS.md).
     """
     get_result = external.get_result
-    # A recorded run can be rewound at a stop (Debugger.rewind; recording off, it is refused):
-    # its handler then follows the run that goes on (see _go_on), its event stream too.
-    going = _GoingOn() if scope.ctl.on_step is not None else None
+    # A recorded top-level run can be rewound at a stop (Debugger.rewind; recording off, it
+    # is refused; a nested run's step is rewound with its top-level run): its handler then
+    # follows the run that goes on (see _go_on), its event stream too.
+    going = _GoingOn() if scope.ctl.on_step is not None and scope.parent_unit is None else None
 
     async def get_result_and_end() -> Any:
         try:
@@ -1052,9 +1055,7 @@ async def _step(
         attempt=getattr(retry, "retry_number", 0) + 1,
         cause=cause,
         check_edit=(
-            (_INPUT_CHECKERS.get(type(event)) or _input_checker(type(event)))
-            if collected is None
-            else _collected_checker(collected)
+            _input_checker(type(event)) if collected is None else _collected_checker(collected)
         ),
     )
     if run.note is not None:

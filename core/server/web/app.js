@@ -307,6 +307,15 @@ $("eval-form").addEventListener("submit", async (ev) => {
   }
 });
 
+// A value typed for an edit: JSON, else the plain text as a string.
+function readValue(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 // The edits a rewind or a fork applies to the recorded state first: one PATH=VALUE a line, the
 // value read as the tree's edits read it (JSON, else plain text as a string); null for none.
 function parseEdits(text) {
@@ -319,12 +328,7 @@ function parseEdits(text) {
     if (!path) {
       throw new Error(`an edit is PATH=VALUE, one a line, not ${JSON.stringify(line)} (e.g. intent="question")`);
     }
-    const value = line.slice(at + 1).trim();
-    try {
-      edits[path] = JSON.parse(value);
-    } catch {
-      edits[path] = value; // plain text is a string
-    }
+    edits[path] = readValue(line.slice(at + 1).trim());
   }
   return Object.keys(edits).length ? edits : null;
 }
@@ -541,14 +545,8 @@ async function renderStopDetail() {
     changed: view === "state" || view === stop.default_view ? changed : null,
     fetch: async (path) => (await get(`/stops/${encodeURIComponent(stop.id)}/value?path=${encodeURIComponent(`${view}:${path}`)}`)).value,
     onEdit: async (path, text) => {
-      let parsed;
       try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = text; // plain text is a string
-      }
-      try {
-        replaceStop(await post(`/stops/${encodeURIComponent(stop.id)}/set`, { path, value: parsed }));
+        replaceStop(await post(`/stops/${encodeURIComponent(stop.id)}/set`, { path, value: readValue(text) }));
       } catch (err) {
         const box = $("stop-error");
         box.textContent = `${err.type}: ${err.message}`;

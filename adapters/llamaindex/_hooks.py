@@ -272,6 +272,7 @@ class _Run:
         "scope",
         "state_key",
         "state_shown",
+        "storage",
         "store",
         "timeout",
         "workflow",
@@ -298,6 +299,9 @@ class _Run:
         #: the store's committed state last read (see _committed) and its mapping
         self.state_key: Any = None
         self.state_shown: dict[str, Any] | None = None
+        #: the store's in-memory storage, once _committed found the state kept there: the
+        #: state is then read again only when its record changed (see _read_state)
+        self.storage: Any = None
         #: event type -> the units that emitted events of it lately (for causes)
         self.emitted: dict[type, list[tuple[Any, Unit]]] = {}
         #: the handler's side of the run (its ``cancel`` is LlamaIndex's own), once started: a
@@ -397,11 +401,18 @@ class _Outputs:
 
     def __init__(self, outputs: list[Any]) -> None:
         self.outputs: Sequence[Any] = outputs
+        self.waiting = False
+        self.collecting = False
+        if len(outputs) == 1 and type(outputs[0]) is StepWorkerResult:
+            # a step that returned (an event or None) and did nothing else: the commonest case
+            result = outputs[0].result
+            self.returned = () if result is None else (result,)
+            self.at = () if result is None else (0,)
+            self.sent = ()
+            return
         returned: list[Any] = []
         at: list[int] = []
         sent: list[Any] | None = None
-        self.waiting = False
-        self.collecting = False
         for index, item in enumerate(outputs):
             if isinstance(item, StepWorkerResult):
                 if item.result is not None:
@@ -847,6 +858,11 @@ async def _read_state(run: _Run) -> dict[str, Any] | None:
     :func:`_committed`), so the state before a step and after the one before are one value.
     A mapping given out is never changed (a stop edits a copy)."""
     try:
+        storage = run.storage
+        if storage is not None:  # the record unchanged since the last read: the same mapping
+            record = vars(storage).get("_record")
+            if (storage if record is None else record) is run.state_key:
+                return run.state_shown
         store = run.store
         if store is None:
             store = run.store = run.runtime.get_internal_adapter(run.workflow).get_state_store()
@@ -855,7 +871,7 @@ async def _read_state(run: _Run) -> dict[str, Any] | None:
         found = _committed(store)
         if found is None:
             return _state_fields(await store.get_state())
-        key, read = found
+        key, read, run.storage = found
         if key is run.state_key:
             return run.state_shown
         shown = _state_fields(read())
@@ -865,15 +881,16 @@ async def _read_state(run: _Run) -> dict[str, Any] | None:
         return None
 
 
-def _committed(store: Any) -> tuple[Any, Callable[[], Any]] | None:
-    """``(key, read)``: the store's committed state without the copies ``get_state()`` and
+def _committed(store: Any) -> tuple[Any, Callable[[], Any], Any] | None:
+    """``(key, read, storage)``: the store's committed state without the copies ``get_state()`` and
     ``checkpoint()`` make (a copy of the model, of its record), where the store keeps it as
     ``InMemoryStateStore`` of llama-index-workflows 2.26.1 does: its storage's ``_record``
     holds the live model (``_live_record``), and every write saves a new record
     (``_InMemoryStateStorage.save`` copies it), so ``key`` (that record, or the storage while
     nothing was written) changes with each write; ``read()`` gives the state as
-    ``checkpoint().state`` does (the type's default before the first write). A store of
-    another kind: its ``checkpoint()``, read each time. ``None`` where neither works (a
+    ``checkpoint().state`` does (the type's default before the first write); ``storage``,
+    that storage (a store sets it once, in ``__init__``), or ``None`` for a store of another
+    kind, whose ``checkpoint()`` is read each time. ``None`` where neither works (a
     serializer that is not JSON: ``get_state()`` then)."""
     try:  # (read from the storage's __dict__: the name is LlamaIndex's, not flowdbg's)
         storage = store._memory_storage
@@ -883,8 +900,8 @@ def _committed(store: Any) -> tuple[Any, Callable[[], Any]] | None:
     json_serialized = _JSON is not None and isinstance(getattr(store, "_serializer", None), _JSON)
     if record is not _NO_RECORD and json_serialized:
         if record is None:
-            return storage, store.state_type
-        return record, lambda: record.data
+            return storage, store.state_type, storage
+        return record, lambda: record.data, storage
     checkpoint = getattr(store, "checkpoint", None)
     if checkpoint is None:
         return None
@@ -892,7 +909,7 @@ def _committed(store: Any) -> tuple[Any, Callable[[], Any]] | None:
         state = checkpoint().state
     except Exception:  # e.g. a store whose serializer is not JSON
         return None
-    return state, lambda: state
+    return state, lambda: state, None
 
 
 async def _held(run: _Run, point: Any) -> Any:
@@ -1173,7 +1190,7 @@ async def _step(
     # Decided now, also for a run that is only recorded: a decide function kept with the unit
     # until its record is built would keep the emitted events (and LlamaIndex's results around
     # them) alive as long, for the garbage collector to promote (bench/RESULTS.md).
-    decision = _targets(table, parts.events())
+    decision = decide(parts)
     after_state = await _read_state(run)
     unit.check_edit = lambda unit, which, payload: parts.check(unit.node, payload)
     if scope.quiet:  # recorded only

@@ -765,6 +765,21 @@ class SQLiteStore(Store):
         ``values`` (the same message in a step's output and its state) is encoded once; nothing
         is remembered from one call to the next, as the objects may change in between.
         """
+        frozen: list[Any] = []
+        for value in values:  # plain values only (the commonest case): no encoder needed
+            kind = type(value)
+            if kind in _SCALARS:
+                frozen.append(value)
+            elif (
+                kind is dict
+                and len(value) <= _FLAT_CACHED_KEYS
+                and _FLAT_KINDS.issuperset(map(type, value.values()))
+            ):
+                frozen.append(dict(value))
+            else:
+                break
+        else:
+            return tuple(frozen)
         local = self._local
         encoder = getattr(local, "encoder", None)
         if encoder is None:
@@ -776,7 +791,7 @@ class SQLiteStore(Store):
         # A subclass that takes records (the base class's write_fields, for its write_batch)
         # gets plain values in them, not this store's own wrapper (nor the partial flag).
         wrap = type(self).write_fields is SQLiteStore.write_fields
-        frozen: list[Any] = []
+        frozen = []
         try:
             for value in values:
                 kind = type(value)

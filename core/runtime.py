@@ -675,10 +675,7 @@ class Unit:
         if token is not None:
             self._token = None
             ctl.running.discard(self)
-            try:
-                _CURRENT_UNIT.reset(token)
-            except ValueError:
-                _restore(token)
+            _leave(self, token)
         ended = _now()  # time held at an after stop is not the unit's
         if not ctl.quiet:
             self.state = state
@@ -787,10 +784,7 @@ class Unit:
             self._token = None
             self._task = None
             ctl.running.discard(self)
-            try:
-                _CURRENT_UNIT.reset(token)
-            except ValueError:
-                _restore(token)
+            _leave(self, token)
         ended = _now()
         if not ctl.quiet:
             self.state = state
@@ -1051,10 +1045,7 @@ class Unit:
             self._token = None
             self._task = None  # a finished unit keeps no task (nor its frames) alive
             self.run.ctl.running.discard(self)
-            try:
-                _CURRENT_UNIT.reset(token)
-            except ValueError:
-                _restore(token)
+            _leave(self, token)
 
     def __repr__(self) -> str:
         return f"<Unit {self.kind} {self.node!r} step {self.step} of {self.run.run_id}>"
@@ -1078,6 +1069,21 @@ def _decided(decide: Callable[[Any], Any] | None, output: Any) -> Any:
 def _at_before(resolve: Callable[[], Any]) -> Callable[[Any], tuple[Any, Any]]:
     """A before point's ``resolve()`` in the shape of an after point's: ``(state, None)``."""
     return lambda _output: (resolve(), None)
+
+
+def _leave(unit: Unit, token: contextvars.Token[Any]) -> None:
+    """Make the unit that enclosed ``unit`` current again as ``unit`` ends: ``token`` reset in
+    the context ``unit``'s before point ran in; in another one (a framework running a unit's
+    end in a task of its own: the OpenAI Agents SDK gathers its hooks), the enclosing unit is
+    restored by value without trying ``reset``, whose ``ValueError`` would cost more than the
+    rest of the unit's end (it is raised for every agent unit of an OpenAI run)."""
+    if _CURRENT_UNIT.get() is unit:
+        try:
+            _CURRENT_UNIT.reset(token)
+            return
+        except ValueError:  # current in another context too
+            pass
+    _restore(token)
 
 
 def _restore(token: contextvars.Token[Any]) -> None:

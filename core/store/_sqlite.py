@@ -76,6 +76,8 @@ _CODE_TYPES = frozenset(
         "functools.partial",
     }
 )
+#: the type of a name (decisions whose keys and values are all names are cached)
+_STR = frozenset({str})
 #: values a step's value may be kept as it is when frozen (immutable)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
@@ -952,6 +954,23 @@ class SQLiteStore(Store):
                     if len(self._decisions) >= _FLAT_CACHE:
                         self._decisions.clear()
                     self._decisions[names] = decision
+            elif (
+                type(routed) is dict
+                and len(routed) <= _FLAT_CACHED_KEYS
+                and _STR.issuperset(map(type, routed))
+                and _STR.issuperset(map(type, routed.values()))
+            ):  # names for names (a LlamaIndex step's {step: event type}): cached by its items
+                pairs = tuple(routed.items())
+                decision = self._decisions.get(pairs)
+                if decision is None:
+                    plain, p4 = encoder.encode(routed)  # (long names are checked for secrets)
+                    if p4:
+                        self._warn(encoder.failures, _where(where))
+                    decision = to_json(plain)
+                    if not p4:
+                        if len(self._decisions) >= _FLAT_CACHE:
+                            self._decisions.clear()
+                        self._decisions[pairs] = decision
             else:  # anything else (a Send holding a dict cannot be a cache key)
                 plain, p4 = encoder.encode(routed)
                 if p4:

@@ -326,3 +326,30 @@ def test_routing_decisions_of_names_and_of_other_values_read_back(store: SQLiteS
         steps=[step(rid, n, decision=decision) for n, decision in enumerate(decisions, 1)],
     )
     assert [s.decision for s in store.get_steps(rid)] == decisions
+
+
+def test_decisions_mapping_names_to_names_read_back_and_keep_secrets_out(
+    store: SQLiteStore,
+) -> None:
+    """A decision mapping step names to event type names (LlamaIndex's) is cached by its items;
+    what it stores is the same as for any other value: a secret-shaped name is redacted, also
+    the second time it is met, and mappings holding other values are not confused with it."""
+    rid = run_id(1)
+    secret = "sk-" + "a1B2c3D4" * 5
+    decisions: list[Any] = [
+        {"s1": "E1"},
+        {"s1": "E1", "s2": "ProgressEvent"},
+        {"s1": "E1"},
+        {"s1": 1},
+        {"leak": secret},
+        {"leak": secret},
+        {"__end__": "StopEvent"},
+    ]
+    store.write_batch(
+        runs=[run(1)],
+        steps=[step(rid, n, decision=decision) for n, decision in enumerate(decisions, 1)],
+    )
+    got = [s.decision for s in store.get_steps(rid)]
+    assert got[:4] == decisions[:4]
+    assert got[4] == got[5] == {"leak": "sk-[REDACTED]"}
+    assert got[6] == {"__end__": "StopEvent"}

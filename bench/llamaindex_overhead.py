@@ -1,7 +1,7 @@
 """Cost of flowdbg on real LlamaIndex workflows. Prints JSON.
 
     python bench/llamaindex_overhead.py [--runs 200] [--rounds 5] [--variants bare,attached]
-        [--latency MS]
+        [--latency MS] [--clock wall|cpu] [--count]
 
 Two workflows of trivial async steps:
 
@@ -31,7 +31,11 @@ calls a model or a service does: the recorder's writer then works while the run 
 and writer thread weigh on the rounds of the others in the same process. ``--clock cpu``
 measures the process's CPU time (``time.process_time``: every thread, the recorder's writer
 included) instead of wall time: on a shared machine, time taken by other processes then does
-not count.
+not count. ``--count`` counts instead of timing: the bytecodes each variant executes per step
+on the run's own thread (a ``sys.settrace`` opcode counter, over at most 20 runs after 20
+warm-up runs; the recorder's writer thread is not counted). A count does not move between
+runs: it shows a change of flowdbg's own work that the timed ratios, on a noisy machine,
+cannot resolve (bench/RESULTS.md, "Counted, not timed").
 """
 
 from __future__ import annotations
@@ -258,6 +262,63 @@ def measure(
     return out
 
 
+def count(runs: int, workdir: Path, wanted: tuple[str, ...]) -> dict[str, Any]:
+    """Bytecodes executed on the run's thread per step, for each variant (``--count``): a
+    count, not a time, so it does not move between runs and shows a change of a few
+    bytecodes in one comparison. The recorder's writer thread is not counted (its work is
+    measured by ``bench/writer.py``)."""
+    builders: dict[str, tuple[Callable[[], Workflow], dict[str, Any], int]] = {
+        "linear": (lambda: Linear(timeout=None), {"x": 0}, STEPS),
+        "fanout": (lambda: FanOut(timeout=None), {}, 1 + FANOUT + FANOUT),
+    }
+    debuggers = {
+        "attached": flowdbg.Debugger(record=False),
+        "attached_keep1": flowdbg.Debugger(record=False, keep_runs=1),
+        "recording": flowdbg.Debugger(db=workdir / "count.db"),
+    }
+    loop = asyncio.new_event_loop()
+    out: dict[str, Any] = {}
+    try:
+        for name, (build, kwargs, steps) in builders.items():
+            figures: dict[str, float] = {}
+            for variant in ("bare", *wanted):
+                wf = build()
+                debugger = debuggers.get(variant)
+                if debugger is not None:
+                    debugger.attach(wf)
+
+                async def many(n: int, wf: Workflow = wf, kwargs: dict[str, Any] = kwargs) -> None:
+                    for _ in range(n):
+                        await wf.run(**kwargs)
+
+                loop.run_until_complete(many(20))  # warm-up: caches filled, history full
+                executed = 0
+
+                def tracer(frame: Any, event: str, arg: Any) -> Any:
+                    nonlocal executed
+                    frame.f_trace_opcodes = True
+                    if event == "opcode":
+                        executed += 1
+                    return tracer
+
+                sys.settrace(tracer)
+                try:
+                    loop.run_until_complete(many(runs))
+                finally:
+                    sys.settrace(None)
+                figures[variant] = executed / (runs * steps)
+            bare = figures["bare"]
+            out[name] = {
+                variant: {"bytecodes_per_step": round(value, 1), "ratio": round(value / bare, 3)}
+                for variant, value in figures.items()
+            }
+    finally:
+        loop.close()
+        for debugger in debuggers.values():
+            debugger.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200, help="runs per variant and round")
@@ -276,6 +337,12 @@ def main(argv: list[str] | None = None) -> int:
         default="wall",
         help="time rounds by the wall clock or by the process's CPU time",
     )
+    parser.add_argument(
+        "--count",
+        action="store_true",
+        help="count the bytecodes each variant executes per step on the run's thread "
+        "(deterministic) instead of timing them",
+    )
     args = parser.parse_args(argv)
     global LATENCY, CLOCK
     LATENCY = args.latency / 1000
@@ -285,7 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     with tempfile.TemporaryDirectory() as tmp:
-        figures = measure(args.runs, args.rounds, Path(tmp), wanted)
+        if args.count:
+            figures = count(min(args.runs, 20), Path(tmp), wanted)
+        else:
+            figures = measure(args.runs, args.rounds, Path(tmp), wanted)
     report = {
         "benchmark": "llamaindex_overhead",
         "python": platform.python_version(),
@@ -293,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "rounds": args.rounds,
         "step_latency_ms": args.latency,
-        "clock": args.clock,
+        "clock": "bytecodes" if args.count else args.clock,
         "variants": ["bare", *wanted],
         "budgets": {"attached_ratio_max": 1.03, "recording_ratio_max": 1.10},
         **figures,

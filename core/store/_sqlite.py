@@ -960,7 +960,8 @@ class SQLiteStore(Store):
                 and _STR.issuperset(map(type, routed))
                 and _STR.issuperset(map(type, routed.values()))
             ):  # names for names (a LlamaIndex step's {step: event type}): cached by its items
-                pairs = tuple(routed.items())
+                # (tagged: {} must not find the text of [], whose key is the empty tuple)
+                pairs = (dict, *routed.items())
                 decision = self._decisions.get(pairs)
                 if decision is None:
                     plain, p4 = encoder.encode(routed)  # (long names are checked for secrets)

@@ -344,6 +344,9 @@ def test_decisions_mapping_names_to_names_read_back_and_keep_secrets_out(
         {"leak": secret},
         {"leak": secret},
         {"__end__": "StopEvent"},
+        [],  # an empty list and an empty mapping are two decisions
+        {},
+        [],
     ]
     store.write_batch(
         runs=[run(1)],
@@ -352,4 +355,4 @@ def test_decisions_mapping_names_to_names_read_back_and_keep_secrets_out(
     got = [s.decision for s in store.get_steps(rid)]
     assert got[:4] == decisions[:4]
     assert got[4] == got[5] == {"leak": "sk-[REDACTED]"}
-    assert got[6] == {"__end__": "StopEvent"}
+    assert got[6:] == [{"__end__": "StopEvent"}, [], {}, []]

@@ -406,9 +406,9 @@ class _Outputs:
         if len(outputs) == 1 and type(outputs[0]) is StepWorkerResult:
             # a step that returned (an event or None) and did nothing else: the commonest case
             result = outputs[0].result
-            self.returned = () if result is None else (result,)
-            self.at = () if result is None else (0,)
-            self.sent = ()
+            self.returned: tuple[Any, ...] = () if result is None else (result,)
+            self.at: tuple[int, ...] = () if result is None else (0,)
+            self.sent: list[Any] | tuple[()] = ()
             return
         returned: list[Any] = []
         at: list[int] = []
@@ -429,7 +429,7 @@ class _Outputs:
         #: the events the step returned, and their indexes in ``outputs``
         self.returned = tuple(returned)
         self.at = tuple(at)
-        self.sent: list[Any] | tuple[()] = () if sent is None else sent
+        self.sent = () if sent is None else sent
 
     def events(self) -> list[Any]:
         return [*self.sent, *self.returned]

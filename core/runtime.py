@@ -675,13 +675,7 @@ class Unit:
         if token is not None:
             self._token = None
             ctl.running.discard(self)
-            if _CURRENT_UNIT.get() is self:  # _leave(self, token), inlined
-                try:
-                    _CURRENT_UNIT.reset(token)
-                except ValueError:
-                    _restore(token)
-            else:
-                _restore(token)
+            _leave(self, token)
         ended = _now()  # time held at an after stop is not the unit's
         if not ctl.quiet:
             self.state = state
@@ -790,13 +784,7 @@ class Unit:
             self._token = None
             self._task = None
             ctl.running.discard(self)
-            if _CURRENT_UNIT.get() is self:  # _leave(self, token), inlined
-                try:
-                    _CURRENT_UNIT.reset(token)
-                except ValueError:
-                    _restore(token)
-            else:
-                _restore(token)
+            _leave(self, token)
         ended = _now()
         if not ctl.quiet:
             self.state = state

@@ -767,33 +767,8 @@ class SQLiteStore(Store):
         ``values`` (the same message in a step's output and its state) is encoded once; nothing
         is remembered from one call to the next, as the objects may change in between.
         """
+        encoder: Encoder | None = None  # taken at the first value to encode (plain ones need none)
         frozen: list[Any] = []
-        for value in values:  # plain values only (the commonest case): no encoder needed
-            kind = type(value)
-            if kind in _SCALARS:
-                frozen.append(value)
-            elif (
-                kind is dict
-                and len(value) <= _FLAT_CACHED_KEYS
-                and _FLAT_KINDS.issuperset(map(type, value.values()))
-            ):
-                frozen.append(dict(value))
-            else:
-                break
-        else:
-            return tuple(frozen)
-        local = self._local
-        encoder = getattr(local, "encoder", None)
-        if encoder is None:
-            encoder = Encoder(self._redact)
-        else:
-            # taken while in use: a value's serializer running a unit that is recorded (on
-            # this thread) gets an encoder of its own
-            local.encoder = None
-        # A subclass that takes records (the base class's write_fields, for its write_batch)
-        # gets plain values in them, not this store's own wrapper (nor the partial flag).
-        wrap = type(self).write_fields is SQLiteStore.write_fields
-        frozen = []
         try:
             for value in values:
                 kind = type(value)
@@ -806,13 +781,27 @@ class SQLiteStore(Store):
                 ):
                     frozen.append(dict(value))
                 else:
+                    if encoder is None:
+                        local = self._local
+                        # A subclass that takes records (the base class's write_fields, for its
+                        # write_batch) gets plain values in them, not this store's own wrapper
+                        # (nor the partial flag).
+                        wrap = type(self).write_fields is SQLiteStore.write_fields
+                        encoder = getattr(local, "encoder", None)
+                        if encoder is None:
+                            encoder = Encoder(self._redact)
+                        else:
+                            # taken while in use: a value's serializer running a unit that is
+                            # recorded (on this thread) gets an encoder of its own
+                            local.encoder = None
                     plain, partial = encoder.encode(value)
                     if wrap:
                         plain = _Frozen(plain, tuple(encoder.failures) if partial else ())
                     frozen.append(plain)
         finally:
-            encoder.forget()  # keeps no object alive, and sees changed objects anew
-            local.encoder = encoder
+            if encoder is not None:
+                encoder.forget()  # keeps no object alive, and sees changed objects anew
+                local.encoder = encoder
         return tuple(frozen)
 
     def _encode(

@@ -1,6 +1,7 @@
 """Cost of flowdbg on a real OpenAI Agents SDK run. Prints JSON.
 
     python bench/openai_agents_overhead.py [--runs 100] [--rounds 5] [--latency MS] [--context]
+        [--count]
 
 A scripted run (``agents.testing.ScriptedModel``, offline, tracing disabled): ``triage`` calls
 two tools in two turns, then hands off to ``refunds``, which answers (4 model turns, 2 tool
@@ -23,6 +24,10 @@ session does: the adapter then has the recorder take each unit's values as the u
 model served over a network does: the recorder's writer then works while the run waits, as it
 does in real runs, where scripted turns that cost nothing make every microsecond of it the
 run's (the interpreter lock: see bench/RESULTS.md).
+
+``--count`` counts instead of timing: the bytecodes each variant executes per run on the run's
+own thread (a ``sys.settrace`` opcode counter over at most 20 runs, after 10 warm-up runs; the
+recorder's writer thread is not counted), a figure that does not move between runs.
 """
 
 from __future__ import annotations
@@ -164,6 +169,58 @@ async def main(runs: int, rounds: int, latency: float = 0.0) -> dict[str, Any]:
     }
 
 
+async def count(runs: int) -> dict[str, Any]:
+    """Bytecodes executed on the run's thread per run, for each variant and mode (``--count``):
+    a count, not a time, the same on every run of the benchmark (the recorder's writer thread
+    is not counted: ``bench/writer.py`` measures it)."""
+    tmp = tempfile.mkdtemp(prefix="flowdbg-bench-")
+    quiet = flowdbg.Debugger(record=False)
+    recording = flowdbg.Debugger(db=os.path.join(tmp, "flowdbg.db"))
+    total = 2 * (runs + 10)
+    variants: dict[str, Agent[Any]] = {
+        "bare": build(total),
+        "attached": quiet.attach(build(total)),
+        "recording": recording.attach(build(total)),
+    }
+    per_run: dict[str, float] = {}
+    try:
+        for mode in ("run", "streamed"):
+            for name, agent in variants.items():
+                for _ in range(10):  # warm up: the first runs build pydantic schemas
+                    await once(agent, mode == "streamed")
+                executed = 0
+
+                def tracer(frame: Any, event: str, arg: Any) -> Any:
+                    nonlocal executed
+                    frame.f_trace_opcodes = True
+                    if event == "opcode":
+                        executed += 1
+                    return tracer
+
+                sys.settrace(tracer)
+                try:
+                    for _ in range(runs):
+                        await once(agent, mode == "streamed")
+                finally:
+                    sys.settrace(None)
+                per_run[f"{mode}/{name}"] = executed / runs
+    finally:
+        quiet.close()
+        recording.close()
+    return {
+        "python": platform.python_version(),
+        "openai_agents": agents.__version__,
+        "runs": runs,
+        "context": CONTEXT is not None,
+        "bytecodes_per_run": {k: round(v, 1) for k, v in per_run.items()},
+        "ratio_to_bare": {
+            k: round(v / per_run[f"{k.split('/')[0]}/bare"], 3)
+            for k, v in per_run.items()
+            if not k.endswith("/bare")
+        },
+    }
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -176,8 +233,18 @@ if __name__ == "__main__":
         action="store_true",
         help="give each run a context (the recorder then takes each unit's values as it ends)",
     )
+    parser.add_argument(
+        "--count",
+        action="store_true",
+        help="count the bytecodes each variant executes per run on the run's thread "
+        "(deterministic; at most 20 runs) instead of timing them",
+    )
     args = parser.parse_args()
     if args.context:
         CONTEXT = {"user": "ana", "order": 7, "notes": ["asked for a refund"]}
-    json.dump(asyncio.run(main(args.runs, args.rounds, args.latency / 1000)), sys.stdout, indent=2)
+    if args.count:
+        report = asyncio.run(count(min(args.runs, 20)))
+    else:
+        report = asyncio.run(main(args.runs, args.rounds, args.latency / 1000))
+    json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

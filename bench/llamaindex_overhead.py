@@ -53,6 +53,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bytecodes import counting  # bench/bytecodes.py
 from workflows import Context, Workflow, step
 from workflows.events import Event, StartEvent, StopEvent
 
@@ -292,21 +293,9 @@ def count(runs: int, workdir: Path, wanted: tuple[str, ...]) -> dict[str, Any]:
                         await wf.run(**kwargs)
 
                 loop.run_until_complete(many(20))  # warm-up: caches filled, history full
-                executed = 0
-
-                def tracer(frame: Any, event: str, arg: Any) -> Any:
-                    nonlocal executed
-                    frame.f_trace_opcodes = True
-                    if event == "opcode":
-                        executed += 1
-                    return tracer
-
-                sys.settrace(tracer)
-                try:
+                with counting() as count:
                     loop.run_until_complete(many(runs))
-                finally:
-                    sys.settrace(None)
-                figures[variant] = executed / (runs * steps)
+                figures[variant] = count.executed / (runs * steps)
             bare = figures["bare"]
             out[name] = {
                 variant: {"bytecodes_per_step": round(value, 1), "ratio": round(value / bare, 3)}

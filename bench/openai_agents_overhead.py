@@ -49,6 +49,7 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 import agents
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
+from bytecodes import counting  # bench/bytecodes.py
 
 import flowdbg
 
@@ -188,22 +189,10 @@ async def count(runs: int) -> dict[str, Any]:
             for name, agent in variants.items():
                 for _ in range(10):  # warm up: the first runs build pydantic schemas
                     await once(agent, mode == "streamed")
-                executed = 0
-
-                def tracer(frame: Any, event: str, arg: Any) -> Any:
-                    nonlocal executed
-                    frame.f_trace_opcodes = True
-                    if event == "opcode":
-                        executed += 1
-                    return tracer
-
-                sys.settrace(tracer)
-                try:
+                with counting() as count:
                     for _ in range(runs):
                         await once(agent, mode == "streamed")
-                finally:
-                    sys.settrace(None)
-                per_run[f"{mode}/{name}"] = executed / runs
+                per_run[f"{mode}/{name}"] = count.executed / runs
     finally:
         quiet.close()
         recording.close()

@@ -696,9 +696,7 @@ class DebugRuntime(BaseRuntimeDecorator):
         wrapped = RegisteredWorkflow(
             workflow=registered.workflow,
             workflow_run_fn=registered.workflow_run_fn,
-            steps={
-                name: self._wrap_step(fn, table, decide) for name, fn in registered.steps.items()
-            },
+            steps={name: self._wrap_step(fn, decide) for name, fn in registered.steps.items()},
         )
         self._cache = {key: wrapped}
         return wrapped
@@ -789,7 +787,7 @@ class DebugRuntime(BaseRuntimeDecorator):
     # -- step workers --
 
     def _wrap_step(
-        self, inner: Callable[..., Any], table: _Table, decide: Callable[[Any], dict[str, str]]
+        self, inner: Callable[..., Any], decide: Callable[[Any], dict[str, str]]
     ) -> Callable[..., Any]:
         async def worker(
             state: Any,
@@ -813,7 +811,6 @@ class DebugRuntime(BaseRuntimeDecorator):
                 return await _step(
                     run,
                     inner,
-                    table,
                     decide,
                     state,
                     step_name,
@@ -1047,7 +1044,6 @@ async def _tool_after(run: _Run, tool: Unit, outputs: list[Any], state: Any) -> 
 async def _step(
     run: _Run,
     inner: Callable[..., Any],
-    table: _Table,
     decide: Callable[[Any], dict[str, str]],
     state: Any,
     step_name: str,
@@ -1205,7 +1201,7 @@ async def _step(
         parts = _Outputs(outputs)
         # (the record was taken at the after point, with the decision before the edit: the
         # same, as an edit keeps each event's type, see _Outputs.apply)
-        unit.decision = _targets(table, parts.events())
+        unit.decision = decide(parts)
     if (parts.returned or parts.sent) and not scope.quiet:
         run.note_emitted(unit, parts.events())
     return outputs
